@@ -1,0 +1,75 @@
+# kfocp: `make demo` sets up and runs the demo on a local control plane; `make test` runs the tests.
+SHELL := /bin/bash
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+COLLECTION_LINK := .cache/collections/ansible_collections/kfocp/kubeflow
+export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
+export KFOCP_CLUSTER_DIR ?= $(CURDIR)/.cluster
+PYTEST_ARGS ?=
+
+.PHONY: help venv build up down demo test unit integration lint sanity bench soak clean operator-crd demo-operator
+
+help:
+	@echo "make demo   - set up, start the local control plane, run playbooks/site.yml, show the result"
+	@echo "make test   - lint, sanity, unit and integration tests (starts its own control plane)"
+	@echo "make up / make down - start / stop the local control plane (.cluster/)"
+	@echo "make bench  - benchmarks (QUICK=1 for a small run)"
+
+$(BIN)/.installed: requirements.txt requirements-dev.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -r requirements-dev.txt
+	touch $@
+
+$(COLLECTION_LINK):
+	mkdir -p $(dir $(COLLECTION_LINK))
+	ln -sfn ../../../.. $(COLLECTION_LINK)
+
+venv: $(BIN)/.installed $(COLLECTION_LINK)
+
+build: venv
+	$(BIN)/python hack/cluster.py build
+
+up: build
+	$(BIN)/python hack/cluster.py up
+
+down:
+	@if [ -x $(BIN)/python ]; then $(BIN)/python hack/cluster.py down; fi
+
+demo: up
+	cd hack && ../$(BIN)/python demo.py
+
+test: venv build lint sanity
+	$(BIN)/python -m pytest -p no:cacheprovider --timeout=1800 tests/unit tests/integration tests/reliability $(PYTEST_ARGS)
+
+unit: venv
+	$(BIN)/python -m pytest -q tests/unit $(PYTEST_ARGS)
+
+integration: venv build
+	$(BIN)/python -m pytest tests/integration $(PYTEST_ARGS)
+
+lint: venv
+	$(BIN)/ansible-lint --profile production --offline roles playbooks
+
+sanity: venv
+	PATH=$(CURDIR)/$(BIN):$$PATH bash hack/sanity.sh
+
+bench: venv build
+	$(BIN)/python benchmarks/run.py $(if $(QUICK),--quick,)
+
+# The reliability suite at full size (make test runs it with a reduced N).
+soak: venv build
+	KFOCP_FAULT_PROFILES=500 KFOCP_LOAD_PROFILES=2000 KFOCP_LOAD_USERS=200 \
+		$(BIN)/python -m pytest -s tests/reliability $(PYTEST_ARGS)
+
+# The Kubeflow CRD is generated from the roles' argument specs: run this after changing a role's variables.
+operator-crd: venv
+	$(BIN)/python operator/hack/gen_crd.py
+
+# The local control plane, the CRD, the operator (log in .cluster/operator.log) and a sample Kubeflow CR.
+demo-operator: up
+	$(BIN)/python operator/hack/demo.py
+
+clean: down
+	rm -rf .cache .cluster tests/output

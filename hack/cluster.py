@@ -1,0 +1,539 @@
+"""The local control plane: etcd, kube-apiserver and kube-controller-manager on loopback.
+
+The binaries are built from their Go modules (hack/kube/go.mod, hack/etcd/go.mod) and
+cached by version under ~/.cache/kfocp/bin/. Nothing is downloaded but Go modules.
+
+    python hack/cluster.py build                 # build (or reuse) the binaries
+    python hack/cluster.py up [--dir DIR]        # start, install CRDs and OpenShift built-ins
+    python hack/cluster.py down [--dir DIR]      # stop, leave no process behind
+    python hack/cluster.py status [--dir DIR]
+    python hack/cluster.py kubeconfig --user alice --group devs --out alice.kubeconfig
+    python hack/cluster.py kubeconfig --serviceaccount kfocp-system:kfocp-operator --out sa.kubeconfig
+
+The module is also imported by the tests (ControlPlane).
+"""
+from __future__ import annotations
+
+import argparse
+import base64
+import contextlib
+import datetime
+import fcntl
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from cryptography.x509.oid import NameOID
+
+HACK = Path(__file__).resolve().parent
+ROOT = HACK.parent
+CRD_DIR = HACK / "crds"
+SEED_DIR = HACK / "seed"
+DEFAULT_DIR = Path(os.environ.get("KFOCP_CLUSTER_DIR", ROOT / ".cluster"))
+
+# The kube-controller-manager controllers the tests rely on: namespace deletion, garbage
+# collection (ownerReferences), service accounts and their tokens, quota usage, RBAC aggregation.
+CONTROLLERS = ",".join([
+    "namespace-controller", "garbage-collector-controller", "serviceaccount-controller",
+    "serviceaccount-token-controller", "resourcequota-controller", "root-ca-certificate-publisher-controller",
+    "clusterrole-aggregation-controller",
+])
+
+# Admission: the default-on set plus PodTolerationRestriction, which OpenShift also runs and
+# which the per-namespace toleration policies rely on.
+ADMISSION = "PodTolerationRestriction"
+
+
+class ClusterError(RuntimeError):
+    """A control plane step failed; the message says which and why."""
+
+
+# ---------------------------------------------------------------- build and cache
+
+def cache_root() -> Path:
+    base = os.environ.get("KFOCP_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "kfocp")
+    return Path(base) / "bin"
+
+
+def module_version(gomod: Path, module: str) -> str:
+    match = re.search(rf"^\s*(?:require\s+)?{re.escape(module)}\s+(v\S+)", gomod.read_text(), re.M)
+    if not match:
+        raise ClusterError(f"{gomod}: no require line for {module}")
+    return match.group(1)
+
+
+def kube_version() -> str:
+    return module_version(HACK / "kube" / "go.mod", "k8s.io/kubernetes")
+
+
+def etcd_version() -> str:
+    return module_version(HACK / "etcd" / "go.mod", "go.etcd.io/etcd/server/v3")
+
+
+def _ldflags(version: str) -> str:
+    major, minor = version.lstrip("v").split(".")[:2]
+    stamp = {"gitVersion": version, "gitMajor": major, "gitMinor": minor,
+             "gitTreeState": "clean", "buildDate": "1970-01-01T00:00:00Z"}
+    flags = ["-s", "-w"]
+    for pkg in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version"):
+        flags += [f"-X {pkg}.{key}={value}" for key, value in stamp.items()]
+    return " ".join(flags)
+
+
+@contextlib.contextmanager
+def _lock(path: Path):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def go_build(module_dir: Path, packages: dict[str, str], dest: Path, ldflags: str = "-s -w") -> Path:
+    """Build `packages` ({binary: import path}) of the Go module in `module_dir` into `dest`.
+
+    Reuses `dest` when every binary is there. Builds into a temporary directory and renames it,
+    so an interrupted build never leaves a half-filled cache entry.
+    """
+    if all((dest / name).exists() for name in packages):
+        return dest
+    if not shutil.which("go"):
+        raise ClusterError("go is not on PATH: the control plane is built from Go modules")
+    with _lock(dest.parent / f".{dest.name}.lock"):
+        if all((dest / name).exists() for name in packages):
+            return dest
+        tmp = dest.parent / f".{dest.name}.tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        env = dict(os.environ, CGO_ENABLED="0", GOFLAGS="-mod=readonly -buildvcs=false")
+        for name, package in packages.items():
+            print(f"building {name} from {package} ({module_dir.name}/go.mod)", file=sys.stderr, flush=True)
+            cmd = ["go", "build", "-trimpath", "-ldflags", ldflags, "-o", str(tmp / name), package]
+            proc = subprocess.run(cmd, cwd=module_dir, env=env, capture_output=True, text=True, check=False)
+            if proc.returncode:
+                raise ClusterError(f"build of {name} failed: {' '.join(cmd)} (in {module_dir})\n{proc.stderr[-4000:]}")
+        shutil.rmtree(dest, ignore_errors=True)
+        tmp.rename(dest)
+    return dest
+
+
+def build() -> dict[str, Path]:
+    """Build or reuse every control plane binary; return {name: path}."""
+    kv, ev = kube_version(), etcd_version()
+    kube = go_build(HACK / "kube", {
+        "kube-apiserver": "k8s.io/kubernetes/cmd/kube-apiserver",
+        "kube-controller-manager": "k8s.io/kubernetes/cmd/kube-controller-manager",
+        "kubectl": "k8s.io/kubernetes/cmd/kubectl",
+    }, cache_root() / kv, _ldflags(kv))
+    etcd = go_build(HACK / "etcd", {"etcd": "."}, cache_root() / f"etcd-{ev}")
+    return {"kube-apiserver": kube / "kube-apiserver", "kube-controller-manager": kube / "kube-controller-manager",
+            "kubectl": kube / "kubectl", "etcd": etcd / "etcd"}
+
+
+# ---------------------------------------------------------------- certificates
+
+def _key():
+    return ec.generate_private_key(ec.SECP256R1())
+
+
+def _pem_key(key) -> bytes:
+    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                             serialization.NoEncryption())
+
+
+def _cert(subject_cn, key, issuer=None, issuer_key=None, orgs=(), ca=False, server_names=(), server_ips=(),
+          client=False):
+    now = datetime.datetime.now(datetime.timezone.utc)
+    attrs = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, org) for org in orgs]
+    name = x509.Name(attrs + [x509.NameAttribute(NameOID.COMMON_NAME, subject_cn)])
+    builder = (x509.CertificateBuilder().subject_name(name)
+               .issuer_name(issuer.subject if issuer else name)
+               .public_key(key.public_key()).serial_number(x509.random_serial_number())
+               .not_valid_before(now - datetime.timedelta(minutes=5))
+               .not_valid_after(now + datetime.timedelta(days=365))
+               .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
+    if ca:
+        builder = builder.add_extension(x509.KeyUsage(True, False, False, False, False, True, True, False, False), True)
+    else:
+        usages = [x509.ExtendedKeyUsageOID.CLIENT_AUTH] if client else [x509.ExtendedKeyUsageOID.SERVER_AUTH]
+        builder = builder.add_extension(x509.ExtendedKeyUsage(usages), critical=False)
+    if server_names or server_ips:
+        import ipaddress
+        alt = [x509.DNSName(n) for n in server_names] + [x509.IPAddress(ipaddress.ip_address(i)) for i in server_ips]
+        builder = builder.add_extension(x509.SubjectAlternativeName(alt), critical=False)
+    return builder.sign(issuer_key or key, hashes.SHA256())
+
+
+def _pem_cert(cert) -> bytes:
+    return cert.public_bytes(serialization.Encoding.PEM)
+
+
+def _write(path: Path, data: bytes, mode=0o600):
+    path.write_bytes(data)
+    path.chmod(mode)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+# ---------------------------------------------------------------- the control plane
+
+class ControlPlane:
+    """One etcd + kube-apiserver + kube-controller-manager, state kept in `directory`."""
+
+    def __init__(self, directory: Path | str = DEFAULT_DIR):
+        self.dir = Path(directory).resolve()
+        self.state_file = self.dir / "state.json"
+
+    # -- state
+    def state(self) -> dict:
+        try:
+            return json.loads(self.state_file.read_text())
+        except FileNotFoundError:
+            return {}
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.dir / "admin.kubeconfig"
+
+    @property
+    def server(self) -> str:
+        return self.state()["server"]
+
+    def running(self) -> bool:
+        pids = self.state().get("pids", {})
+        return bool(pids) and all(_alive(pid) for pid in pids.values())
+
+    # -- lifecycle
+    def up(self, install: bool = True, timeout: float = 120) -> "ControlPlane":
+        if self.running():
+            return self
+        self.down(quiet=True)
+        bins = build()
+        self.dir.mkdir(parents=True, exist_ok=True)
+        (self.dir / "etcd").mkdir(exist_ok=True)
+        ports = {"etcd": free_port(), "peer": free_port(), "apiserver": free_port(), "kcm": free_port()}
+        self._certs()
+        server = f"https://127.0.0.1:{ports['apiserver']}"
+        state = {"server": server, "ports": ports, "pids": {}, "bins": {k: str(v) for k, v in bins.items()}}
+        self.state_file.write_text(json.dumps(state, indent=2))
+        etcd_url = f"http://127.0.0.1:{ports['etcd']}"
+        peer_url = f"http://127.0.0.1:{ports['peer']}"
+        d = self.dir
+        self._start(state, "etcd", [
+            bins["etcd"], f"--data-dir={d / 'etcd'}", "--name=kfocp",
+            f"--listen-client-urls={etcd_url}", f"--advertise-client-urls={etcd_url}",
+            f"--listen-peer-urls={peer_url}", f"--initial-advertise-peer-urls={peer_url}",
+            f"--initial-cluster=kfocp={peer_url}", "--unsafe-no-fsync=true", "--log-level=warn",
+            "--quota-backend-bytes=8589934592"])
+        self._wait(f"{etcd_url}/health", "etcd", timeout, tls=False)
+        self._start(state, "kube-apiserver", [
+            bins["kube-apiserver"], f"--etcd-servers={etcd_url}",
+            "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", f"--secure-port={ports['apiserver']}",
+            f"--cert-dir={d}", f"--tls-cert-file={d / 'apiserver.crt'}", f"--tls-private-key-file={d / 'apiserver.key'}",
+            f"--client-ca-file={d / 'ca.crt'}", "--authorization-mode=RBAC",
+            f"--service-account-issuer={server}", f"--service-account-key-file={d / 'sa.pub'}",
+            f"--service-account-signing-key-file={d / 'sa.key'}", "--service-cluster-ip-range=10.0.0.0/24",
+            f"--enable-admission-plugins={ADMISSION}", "--endpoint-reconciler-type=none",
+            "--allow-privileged=true", "--profiling=false", "--event-ttl=1h", "--v=0"])
+        self._wait(f"{server}/readyz", "kube-apiserver", timeout)
+        self._start(state, "kube-controller-manager", [
+            bins["kube-controller-manager"], f"--kubeconfig={d / 'kcm.kubeconfig'}",
+            "--bind-address=127.0.0.1", f"--secure-port={ports['kcm']}", "--leader-elect=false",
+            f"--controllers={CONTROLLERS}", f"--service-account-private-key-file={d / 'sa.key'}",
+            f"--root-ca-file={d / 'ca.crt'}", "--use-service-account-credentials=true",
+            f"--authentication-kubeconfig={d / 'kcm.kubeconfig'}", f"--authorization-kubeconfig={d / 'kcm.kubeconfig'}",
+            "--concurrent-namespace-syncs=10", "--concurrent-gc-syncs=20", "--v=0"])
+        # KCM serves a self-signed certificate on loopback; its /healthz needs no credentials.
+        self._wait(f"https://127.0.0.1:{ports['kcm']}/healthz", "kube-controller-manager", timeout, tls=None)
+        self.write_kubeconfig(self.kubeconfig, "kfocp-admin", ["system:masters"])
+        if install:
+            self.install()
+        return self
+
+    def down(self, quiet: bool = False) -> None:
+        """Stop every process this directory started: SIGTERM, then SIGKILL after 10 s."""
+        state = self.state()
+        pids = state.get("pids", {})
+        for name in reversed(list(pids)):
+            _stop(pids[name])
+        if pids:
+            state["pids"] = {}
+            self.state_file.write_text(json.dumps(state, indent=2))
+        elif not quiet:
+            print(f"no control plane running in {self.dir}", file=sys.stderr)
+
+    def kill(self, name: str, sig: int = signal.SIGKILL) -> None:
+        """Send `sig` to one component (for fault tests): the state keeps how to start it again."""
+        pid = self.state()["pids"].get(name)
+        if pid and _alive(pid):
+            os.killpg(pid, sig)
+            deadline = time.monotonic() + 10
+            while _alive(pid) and time.monotonic() < deadline:
+                with contextlib.suppress(ChildProcessError):
+                    os.waitpid(pid, os.WNOHANG)
+                time.sleep(0.05)
+
+    def restart(self, name: str, timeout: float = 60) -> None:
+        """Start one component again with the command it was started with, and wait until it is ready."""
+        state = self.state()
+        self.kill(name, signal.SIGTERM)
+        self._start(state, name, state["cmds"][name])
+        if name == "kube-apiserver":
+            self._wait(f"{state['server']}/readyz", name, timeout)
+        elif name == "etcd":
+            self._wait(f"http://127.0.0.1:{state['ports']['etcd']}/health", name, timeout, tls=False)
+
+    def destroy(self) -> None:
+        self.down(quiet=True)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    # -- CRDs and OpenShift built-ins
+    def crd_files(self, mesh_flavour: str = "ossm2") -> list[Path]:
+        files = sorted(CRD_DIR.glob("*.yaml"))
+        if mesh_flavour in ("ossm2", "istio"):
+            files += sorted((CRD_DIR / mesh_flavour).glob("*.yaml"))
+        return files
+
+    def install(self, mesh_flavour: str = "ossm2") -> None:
+        """Install the CRDs the roles write to and seed the built-in SCCs and their ClusterRoles."""
+        files = self.crd_files(mesh_flavour)
+        if files:
+            args = []
+            for path in files:
+                args += ["-f", str(path)]
+            self.kubectl("apply", "--server-side", "--field-manager=cluster-bootstrap", *args)
+            self.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
+        seeds = sorted(SEED_DIR.glob("*.yaml"))
+        if seeds:
+            args = []
+            for path in seeds:
+                args += ["-f", str(path)]
+            self.kubectl("apply", "--server-side", "--field-manager=cluster-bootstrap", *args)
+
+    def kubectl(self, *args: str, check: bool = True, input: str | None = None) -> subprocess.CompletedProcess:
+        cmd = [self.state()["bins"]["kubectl"], f"--kubeconfig={self.kubeconfig}", *args]
+        proc = subprocess.run(cmd, capture_output=True, text=True, input=input, check=False)
+        if check and proc.returncode:
+            raise ClusterError(f"kubectl {' '.join(args[:4])} failed: {proc.stderr.strip()[-2000:]}")
+        return proc
+
+    # -- credentials
+    def write_kubeconfig(self, path: Path, user: str, groups=(), token: str | None = None) -> Path:
+        """Write a kubeconfig for `user` (a client certificate with `groups`), or for a bearer `token`."""
+        d = self.dir
+        if token is None:
+            ca_key = serialization.load_pem_private_key((d / "ca.key").read_bytes(), None)
+            ca = x509.load_pem_x509_certificate((d / "ca.crt").read_bytes())
+            key = _key()
+            cert = _cert(user, key, ca, ca_key, orgs=groups, client=True)
+            creds = {"client-certificate-data": _b64(_pem_cert(cert)), "client-key-data": _b64(_pem_key(key))}
+        else:
+            creds = {"token": token}
+        config = {
+            "apiVersion": "v1", "kind": "Config", "current-context": "kfocp",
+            "clusters": [{"name": "kfocp", "cluster": {
+                "server": self.server, "certificate-authority-data": _b64((d / "ca.crt").read_bytes())}}],
+            "users": [{"name": user, "user": creds}],
+            "contexts": [{"name": "kfocp", "context": {"cluster": "kfocp", "user": user}}],
+        }
+        path = Path(path)
+        _write(path, json.dumps(config, indent=2).encode())
+        return path
+
+    def serviceaccount_token(self, namespace: str, name: str, seconds: int = 3600) -> str:
+        """A bound token for namespace/name, from the TokenRequest API (the service account must exist)."""
+        body = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+                "spec": {"expirationSeconds": seconds}}
+        url = f"{self.server}/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token"
+        return self.request("POST", url, body)["status"]["token"]
+
+    def request(self, method: str, url: str, body: dict | None = None) -> dict:
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, context=self._admin_tls(), timeout=30) as resp:
+                return json.loads(resp.read() or b"{}")
+        except urllib.error.HTTPError as err:
+            raise ClusterError(f"{method} {url}: {err.code} {err.read().decode(errors='replace')[:500]}") from None
+
+    # -- internals
+    def _certs(self) -> None:
+        d = self.dir
+        if (d / "ca.crt").exists():
+            return
+        ca_key = _key()
+        ca = _cert("kfocp-local-ca", ca_key, ca=True)
+        _write(d / "ca.key", _pem_key(ca_key))
+        _write(d / "ca.crt", _pem_cert(ca), 0o644)
+        key = _key()
+        names = ["localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
+                 "kubernetes.default.svc.cluster.local"]
+        _write(d / "apiserver.key", _pem_key(key))
+        serving = _cert("kube-apiserver", key, ca, ca_key, server_names=names, server_ips=["127.0.0.1", "10.0.0.1"])
+        _write(d / "apiserver.crt", _pem_cert(serving), 0o644)
+        sa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        _write(d / "sa.key", sa_key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                                  serialization.NoEncryption()))
+        _write(d / "sa.pub", sa_key.public_key().public_bytes(serialization.Encoding.PEM,
+                                                              serialization.PublicFormat.SubjectPublicKeyInfo), 0o644)
+        admin_key = _key()
+        _write(d / "admin.key", _pem_key(admin_key))
+        _write(d / "admin.crt", _pem_cert(_cert("kfocp-admin", admin_key, ca, ca_key, orgs=["system:masters"],
+                                                client=True)))
+
+    def _admin_tls(self) -> ssl.SSLContext:
+        ctx = ssl.create_default_context(cafile=str(self.dir / "ca.crt"))
+        ctx.load_cert_chain(str(self.dir / "admin.crt"), str(self.dir / "admin.key"))
+        return ctx
+
+    def _start(self, state: dict, name: str, cmd: list) -> None:
+        if name == "kube-controller-manager":
+            # KCM authenticates with its own well-known user, bound by the RBAC bootstrap policy.
+            self.state_file.write_text(json.dumps(state, indent=2))
+            self.write_kubeconfig(self.dir / "kcm.kubeconfig", "system:kube-controller-manager")
+        log = open(self.dir / f"{name}.log", "ab")
+        proc = subprocess.Popen([str(c) for c in cmd], stdout=log, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+        state["pids"][name] = proc.pid
+        state.setdefault("cmds", {})[name] = [str(c) for c in cmd]
+        self.state_file.write_text(json.dumps(state, indent=2))
+
+    def _wait(self, url: str, name: str, timeout: float, tls: bool | None = True) -> None:
+        """Poll `url` until 200. tls: True = verify with our CA and send the admin certificate,
+        None = an unverified TLS probe, False = plain HTTP."""
+        deadline = time.monotonic() + timeout
+        last = ""
+        while time.monotonic() < deadline:
+            pid = self.state()["pids"].get(name)
+            if pid and not _alive(pid):
+                raise ClusterError(f"{name} exited during start-up; last lines of {self.dir / (name + '.log')}:\n"
+                                   + self.log_tail(name))
+            try:
+                context = self._admin_tls() if tls else (ssl._create_unverified_context() if tls is None else None)
+                with urllib.request.urlopen(url, context=context, timeout=5) as resp:
+                    if resp.status == 200:
+                        return
+            except (urllib.error.URLError, OSError, ssl.SSLError) as err:
+                last = str(err)
+            time.sleep(0.2)
+        raise ClusterError(f"{name} not ready at {url} after {timeout:.0f}s ({last}); last lines of its log:\n"
+                           + self.log_tail(name))
+
+    def log_tail(self, name: str, lines: int = 30) -> str:
+        try:
+            return "\n".join((self.dir / f"{name}.log").read_text(errors="replace").splitlines()[-lines:])
+        except FileNotFoundError:
+            return "(no log)"
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:  # a zombie child of ours counts as gone
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().split(") ")[-1][:1] != "Z"
+    except OSError:
+        return True
+
+
+def _stop(pid: int, grace: float = 10) -> None:
+    if not _alive(pid):
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and _alive(pid):
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)
+        time.sleep(0.1)
+    if _alive(pid):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGKILL)
+
+
+# ---------------------------------------------------------------- command line
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dir", default=str(DEFAULT_DIR), help="state directory (default %(default)s)")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("build", help="build or reuse the binaries and print their paths")
+    up = sub.add_parser("up", help="start the control plane and install the CRDs and built-ins")
+    up.add_argument("--no-install", action="store_true", help="start only; install no CRD")
+    up.add_argument("--mesh", default="ossm2", choices=["ossm2", "istio"], help="which Istio CRD versions to serve")
+    sub.add_parser("down", help="stop the control plane")
+    sub.add_parser("destroy", help="stop and delete the state directory")
+    sub.add_parser("status", help="say whether it runs, and where")
+    kc = sub.add_parser("kubeconfig", help="mint a kubeconfig for a user or a service account")
+    who = kc.add_mutually_exclusive_group(required=True)
+    who.add_argument("--user")
+    who.add_argument("--serviceaccount", metavar="NAMESPACE:NAME")
+    kc.add_argument("--group", action="append", default=[])
+    kc.add_argument("--out", required=True)
+    args = parser.parse_args(argv)
+    plane = ControlPlane(args.dir)
+    try:
+        if args.command == "build":
+            for name, path in build().items():
+                print(f"{name}\t{path}")
+        elif args.command == "up":
+            plane.up(install=False)
+            if not args.no_install:
+                plane.install(args.mesh)
+            print(f"control plane running: {plane.server}\nexport KUBECONFIG={plane.kubeconfig}")
+        elif args.command == "down":
+            plane.down()
+        elif args.command == "destroy":
+            plane.destroy()
+        elif args.command == "status":
+            if plane.running():
+                print(f"running: {plane.server} (kubeconfig {plane.kubeconfig})")
+            else:
+                print(f"not running ({plane.dir})")
+                return 1
+        elif args.command == "kubeconfig":
+            if not plane.running():
+                raise ClusterError(f"no control plane running in {plane.dir}: run `hack/cluster.py up` first")
+            if args.user:
+                plane.write_kubeconfig(Path(args.out), args.user, args.group)
+            else:
+                namespace, name = args.serviceaccount.split(":", 1)
+                token = plane.serviceaccount_token(namespace, name)
+                plane.write_kubeconfig(Path(args.out), f"system:serviceaccount:{namespace}:{name}", token=token)
+            print(args.out)
+    except ClusterError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

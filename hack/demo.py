@@ -1,0 +1,103 @@
+"""make demo: converge the platform on the local control plane and show what kfocp created.
+
+The control plane is started by `make up` (hack/cluster.py) and stays up; `make down` stops it.
+"""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from cluster import ControlPlane
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+sys.path.insert(0, str(ROOT / "tests"))
+from helpers import play_profile_controller  # noqa: E402  (the controller's part: it is not built here)
+
+USERS = (("alice", "htpasswd:alice"), ("bob", "htpasswd:bob"), ("carol", "htpasswd:carol"))
+# Automatic profiles for the users who log in.
+PROFILES = ("-e", "profiles_auto_from_users=true")
+
+
+def ansible_playbook(playbook, *args):
+    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), KFOCP_KUBECONFIG=str(PLANE.kubeconfig))
+    cmd = [str(BIN / "ansible-playbook"), "-i", str(ROOT / "inventories" / "local" / "hosts.yml"),
+           str(ROOT / "playbooks" / playbook), *args]
+    print("+ " + " ".join(cmd[0:1] + cmd[3:]), flush=True)
+    subprocess.run(cmd, env=env, check=True, cwd=ROOT)
+
+
+def users_log_in():
+    """Three people log in: OpenShift creates a User object (with its identity) for each."""
+    items = [{"apiVersion": "user.openshift.io/v1", "kind": "User", "metadata": {"name": name}, "identities": [identity]}
+             for name, identity in USERS]
+    PLANE.kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+    print("Users logged in: %s" % ", ".join(name for name, unused in USERS), flush=True)
+
+
+def show_profiles():
+    """The profiles, their namespaces and the policies in them."""
+    profiles = json.loads(PLANE.kubectl("get", "profiles.kubeflow.org", "-o", "json").stdout)["items"]
+    print("\nProfiles:")
+    for profile in profiles:
+        quota = (profile["spec"].get("resourceQuotaSpec") or {}).get("hard", {})
+        print("  %-10s owner=%-8s gpu=%s" % (profile["metadata"]["name"], profile["spec"]["owner"]["name"],
+                                             quota.get("requests.nvidia.com/gpu", "-")))
+    for profile in profiles:
+        name = profile["metadata"]["name"]
+        namespace = PLANE.kubectl("get", "namespace", name, "-o", "json", check=False)
+        if namespace.returncode:
+            continue
+        annotations = json.loads(namespace.stdout)["metadata"].get("annotations", {})
+        print("\nNamespace %s: defaultTolerations=%s" % (name, annotations.get("scheduler.alpha.kubernetes.io/defaultTolerations")))
+        print(PLANE.kubectl("get", "servicemeshmembers.maistra.io,limitranges,rolebindings", "-n", name).stdout)
+
+
+def owned_objects():
+    """Every object labelled as kfocp's, as 'Kind namespace/name' lines."""
+    kinds = PLANE.kubectl("api-resources", "--verbs=list", "-o", "name").stdout.split()
+    skip = {"events", "events.events.k8s.io", "componentstatuses"}
+    kinds = [k for k in kinds if k not in skip]
+    out = PLANE.kubectl("get", ",".join(kinds), "-A", "-l", "app.kubernetes.io/managed-by=kfocp", "-o", "json")
+    rows = []
+    for item in json.loads(out.stdout)["items"]:
+        meta = item["metadata"]
+        where = "%s/%s" % (meta["namespace"], meta["name"]) if meta.get("namespace") else meta["name"]
+        rows.append((item["kind"], where, meta["labels"].get("kfocp.io/set", "")))
+    return sorted(rows)
+
+
+PLANE = ControlPlane(os.environ.get("KFOCP_CLUSTER_DIR", ROOT / ".cluster"))
+
+
+def main():
+    if not PLANE.running():
+        sys.exit("the local control plane is not running: run `make up` (or `make demo`)")
+    users_log_in()
+    ansible_playbook("site.yml", *PROFILES)
+    print("\nKubeflow's profile controller is not built here: writing the namespaces, service accounts and "
+          "quotas it creates for %s" % ", ".join(play_profile_controller(PLANE)), flush=True)
+    print("\nThe profile namespaces exist: their policies follow.")
+    ansible_playbook("site.yml", *PROFILES)
+    print("\nA further run changes nothing:")
+    ansible_playbook("site.yml", *PROFILES)
+    show_profiles()
+    rows = owned_objects()
+    print("\nWhat kfocp created (%d objects):" % len(rows))
+    width = max([len(kind) for kind, unused_where, unused_set in rows] or [4])
+    for kind, where, set_name in rows:
+        print("  %-*s  %-60s set=%s" % (width, kind, where, set_name))
+    kubectl = PLANE.state()["bins"]["kubectl"]
+    print("""
+Look at it yourself:
+  export KUBECONFIG=%s
+  %s get rolebindings -A -l app.kubernetes.io/managed-by=kfocp
+  %s get securitycontextconstraints
+  %s get profiles.kubeflow.org
+
+The control plane keeps running; `make down` stops it.""" % (PLANE.kubeconfig, kubectl, kubectl, kubectl))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,5 @@
+import sys
+
+from kfocp_operator.main import main
+
+sys.exit(main())

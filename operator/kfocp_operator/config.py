@@ -1,0 +1,86 @@
+"""Configuration precedence: the CR spec, then a ConfigMap, then environment variables.
+
+Every setting is a role variable (or an operator option such as reconcile_period). In the CR it
+is camelCase (sccGrantsExtra); in the ConfigMap a data key, snake_case or camelCase, whose value
+is YAML; in the environment KFOCP_<NAME> (KFOCP_SCC_GRANTS_EXTRA), whose value is YAML too.
+Pure functions.
+"""
+import re
+
+import yaml
+
+ENV_PREFIX = "KFOCP_"
+DEFAULT_PERIOD = 30 * 60
+_DURATION = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ms|s|m|h)")
+_SCALE = {"ms": 0.001, "s": 1, "m": 60, "h": 3600}
+
+
+class ConfigError(ValueError):
+    pass
+
+
+def _yaml(value, where):
+    try:
+        return yaml.safe_load(value)
+    except yaml.YAMLError as err:
+        raise ConfigError("%s: not valid YAML (%s)" % (where, str(err).splitlines()[0]))
+
+
+def from_env(model, environ):
+    """{variable: value} for every KFOCP_<VARIABLE> set in `environ`."""
+    found = {}
+    for name in model.options:
+        variable = ENV_PREFIX + name.upper()
+        if variable in environ:
+            found[name] = _yaml(environ[variable], "environment variable %s" % variable)
+    return found
+
+
+def from_configmap(model, data):
+    """({variable: value}, [ignored keys]) from a ConfigMap's data."""
+    found, ignored = {}, []
+    for key, value in (data or {}).items():
+        name = key if key in model.options else model.by_camel.get(key)
+        if name is None:
+            ignored.append(key)
+            continue
+        parsed = _yaml(value, "ConfigMap key %s" % key)
+        found[name] = model.snake_value(model.options[name], parsed) if key != name else parsed
+    return found, sorted(ignored)
+
+
+def merge(model, spec, configmap_data=None, environ=None):
+    """The variables for a run: environment < ConfigMap < CR spec. Returns (variables, ignored keys)."""
+    variables = from_env(model, environ or {})
+    from_cm, ignored = from_configmap(model, configmap_data)
+    variables.update(from_cm)
+    variables.update(model.to_variables(spec or {}))
+    return variables, ignored
+
+
+def parse_duration(text):
+    """'1h30m' -> 5400.0 seconds (Go duration syntax, as ansible-operator's reconcile period)."""
+    text = str(text).strip()
+    if text.isdigit():
+        return float(text)
+    pos, total = 0, 0.0
+    for match in _DURATION.finditer(text):
+        if match.start() != pos:
+            break
+        total += float(match.group(1)) * _SCALE[match.group(2)]
+        pos = match.end()
+    if pos != len(text) or not text:
+        raise ConfigError("%r is not a duration: use for example 90s, 10m or 1h30m" % text)
+    return total
+
+
+def reconcile_period(annotations, variables, default=DEFAULT_PERIOD):
+    """Seconds between resyncs: the annotation ansible.operator-sdk/reconcile-period, then the
+    reconcile_period setting, then the default. 0 turns periodic resync off."""
+    from kfocp_operator import RECONCILE_PERIOD_ANNOTATION
+    value = (annotations or {}).get(RECONCILE_PERIOD_ANNOTATION)
+    if value is None:
+        value = variables.get("reconcile_period")
+    if value is None or value == "":
+        return float(default)
+    return parse_duration(value)

@@ -1,0 +1,260 @@
+"""The Kubeflow controller: one playbook run at a time per CR, changes during a run coalesced into
+one follow-up run, periodic resync, a finalizer that runs the uninstall, one active CR per cluster."""
+import logging
+import os
+import threading
+import time
+
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import KubeError
+
+from kfocp_operator import FINALIZER, status
+from kfocp_operator.auth import playbook_env
+from kfocp_operator.config import ConfigError, merge, reconcile_period
+from kfocp_operator.kube import (KUBEFLOWS, Informer, get_kubeflow, now, patch_status, post_event, read_configmap,
+                                 set_finalizers)
+from kfocp_operator.playbook import extravars, playbook_roles, run
+from kfocp_operator.workqueue import WorkQueue
+
+LOG = logging.getLogger("kfocp.operator")
+MAX_BACKOFF = 600
+
+
+def active_key(crs):
+    """The CR that is acted on: the oldest (then by namespace and name); the others are refused."""
+    if not crs:
+        return None
+    oldest = min(crs, key=lambda c: (c["metadata"].get("creationTimestamp") or "", c["metadata"].get("namespace") or "",
+                                     c["metadata"]["name"]))
+    return (oldest["metadata"].get("namespace") or "", oldest["metadata"]["name"])
+
+
+class Settings:
+    """How the operator runs: where the collection and the cluster are, what it watches."""
+
+    def __init__(self, collections_path, collection_root, kubeconfig=None, namespace=None, operator_namespace=None,
+                 configmap="kfocp-operator-config", workers=2, default_period=30 * 60, environ=None,
+                 fast_path=True, playbook="site.yml"):
+        self.collections_path = collections_path
+        self.root = collection_root
+        self.kubeconfig = kubeconfig
+        self.namespace = namespace or None
+        self.operator_namespace = operator_namespace
+        self.configmap = configmap
+        self.workers = workers
+        self.default_period = default_period
+        self.environ = dict(os.environ if environ is None else environ)
+        self.fast_path = fast_path
+        self.playbook = playbook
+
+
+class Controller:
+    def __init__(self, client, settings, model, metrics, fastpath=None, stop=None):
+        self.client = client
+        self.settings = settings
+        self.model = model
+        self.metrics = metrics
+        self.fastpath = fastpath
+        self.stop = stop or threading.Event()
+        self.queue = WorkQueue()
+        self.generations = {}
+        self.failures = {}
+        self.informer = Informer(client, KUBEFLOWS, self._event, namespace=settings.namespace, stop=self.stop)
+        self.threads = []
+        self.site = settings.root / "playbooks" / settings.playbook
+        self.uninstall = settings.root / "playbooks" / "uninstall.yml"
+
+    # ------------------------------------------------------------ lifecycle
+
+    def start(self):
+        self.informer.start()
+        for index in range(self.settings.workers):
+            thread = threading.Thread(target=self._work, name="worker-%d" % index, daemon=True)
+            thread.start()
+            self.threads.append(thread)
+
+    def shutdown(self):
+        self.stop.set()
+        self.queue.shutdown()
+
+    def alive(self):
+        return self.informer.is_alive() and all(t.is_alive() for t in self.threads)
+
+    # ------------------------------------------------------------ events
+
+    def _event(self, kind, obj, old):
+        key = (obj["metadata"].get("namespace") or "", obj["metadata"]["name"])
+        if kind == "DELETED":
+            self.queue.forget(key)
+            self.generations.pop(key, None)
+            self.failures.pop(key, None)
+            if self.fastpath is not None:
+                self.fastpath.disable(obj["metadata"]["name"])
+            others = self.informer.items()
+            if active_key(others + [obj]) == key:  # the active CR is gone: a refused one may take over
+                for other in others:
+                    self.queue.add((other["metadata"].get("namespace") or "", other["metadata"]["name"]))
+            return
+        meta = obj["metadata"]
+        if kind == "MODIFIED" and old is not None:
+            before = old["metadata"]
+            if (before.get("generation") == meta.get("generation")
+                    and bool(before.get("deletionTimestamp")) == bool(meta.get("deletionTimestamp"))
+                    and before.get("annotations") == meta.get("annotations")):
+                return  # a status or finalizer change: nothing to do
+        self.queue.add(key)
+        self.metrics.queue_depth.labels("kubeflow").set(self.queue.depth())
+
+    def _work(self):
+        while not self.stop.is_set():
+            key = self.queue.get(timeout=1.0)
+            self.metrics.queue_depth.labels("kubeflow").set(self.queue.depth())
+            if key is None:
+                continue
+            try:
+                again = self.reconcile(key)
+            except Exception as err:  # pylint: disable=broad-except  # keep the worker; retry with backoff
+                LOG.exception("reconcile of %s/%s failed", *key)
+                self.metrics.errors.labels("kubeflow").inc()
+                again = self._backoff(key)
+                self._safe_status(key, {"conditions": [
+                    status.condition(status.DEGRADED, True, "OperatorError", str(err))]})
+            finally:
+                self.queue.done(key)
+            if again:
+                self.queue.add_after(key, again)
+
+    def _backoff(self, key):
+        count = self.failures.get(key, 0) + 1
+        self.failures[key] = count
+        return min(MAX_BACKOFF, 5 * 2 ** (count - 1))
+
+    # ------------------------------------------------------------ status
+
+    def _write_status(self, cr, new):
+        body = dict(new)
+        if "conditions" in new:
+            old = (cr.get("status") or {}).get("conditions") or []
+            body["conditions"] = status.merge_conditions(old, new["conditions"], now())
+        try:
+            updated = patch_status(self.client, cr, body)
+        except KubeError as err:
+            LOG.warning("could not write the status of %s/%s: %s", cr["metadata"].get("namespace"),
+                        cr["metadata"]["name"], err)
+            return cr
+        return updated or cr
+
+    def _safe_status(self, key, new):
+        cr = get_kubeflow(self.client, *key)
+        if cr is not None:
+            self._write_status(cr, new)
+
+    # ------------------------------------------------------------ reconcile
+
+    def reconcile(self, key):
+        """Handle one CR; return seconds until it should be handled again, or None."""
+        cr = get_kubeflow(self.client, *key)
+        if cr is None:
+            return None
+        meta = cr["metadata"]
+        generation = meta.get("generation")
+        active = active_key(self.informer.items() or [cr])
+        if active != key:
+            return self._refuse(cr, active, generation)
+        if meta.get("deletionTimestamp"):
+            return self._finalize(cr, key)
+        if FINALIZER not in (meta.get("finalizers") or []):
+            cr = set_finalizers(self.client, cr, (meta.get("finalizers") or []) + [FINALIZER]) or cr
+        started = time.monotonic()
+        configmap = read_configmap(self.client, self.settings.operator_namespace, self.settings.configmap)
+        try:
+            variables, ignored = merge(self.model, cr.get("spec") or {}, configmap, self.settings.environ)
+            period = reconcile_period(meta.get("annotations"), variables, self.settings.default_period)
+        except ConfigError as err:
+            self._write_status(cr, {"observedGeneration": generation, "conditions": [
+                status.condition(status.READY, False, "InvalidSpec", str(err), generation),
+                status.condition(status.DEGRADED, True, "InvalidSpec", str(err), generation)]})
+            post_event(self.client, cr, "Warning", "InvalidSpec", str(err))
+            return None
+        if ignored:
+            LOG.warning("ConfigMap %s/%s: keys that are no setting were ignored: %s",
+                        self.settings.operator_namespace, self.settings.configmap, ", ".join(ignored))
+        if self.fastpath is not None:
+            self.fastpath.configure(meta["name"], variables)
+        cr = self._write_status(cr, {"conditions": status.running(generation)})
+        post_event(self.client, cr, "Normal", "Reconciling", "running playbooks/%s for generation %s" % (self.site.name, generation))
+        LOG.info("%s/%s: running %s for generation %s", key[0], key[1], self.site.name, generation)
+        args = extravars(cr, variables, self.settings.kubeconfig)
+        args["kfocp_report_status"] = False  # this operator writes the status itself
+        result = run(self.site, args, self.settings.collections_path, cancel=self.stop.is_set,
+                     env=playbook_env(self.client.cfg, self.settings.kubeconfig),
+                     log=logging.getLogger("kfocp.operator.playbook"))
+        new = status.after_run(result, generation, playbook_roles(self.site))
+        self._write_status(get_kubeflow(self.client, *key) or cr, new)
+        elapsed = time.monotonic() - started
+        self.metrics.duration.labels("kubeflow").observe(elapsed)
+        self.metrics.reconciles.labels("kubeflow", "success" if result.ok else "failed").inc()
+        if result.ok:
+            self.failures.pop(key, None)
+            post_event(self.client, cr, "Normal", "Reconciled", "%s changed, %s ok in %.1fs"
+                       % (result.totals["changed"], result.totals["ok"], elapsed))
+            LOG.info("%s/%s: reconciled in %.1fs (%d changed, %d ok); next resync in %ds", key[0], key[1], elapsed,
+                     result.totals["changed"], result.totals["ok"], period)
+            return period or None
+        self.metrics.errors.labels("kubeflow").inc()
+        message = new["conditions"][0]["message"]
+        post_event(self.client, cr, "Warning", new["conditions"][0]["reason"], message)
+        LOG.error("%s/%s: run failed: %s", key[0], key[1], message)
+        return self._backoff(key)
+
+    def _refuse(self, cr, active, generation):
+        ready = status.get((cr.get("status") or {}).get("conditions"), status.READY)
+        if not (ready and ready.get("reason") == "Refused" and ready.get("observedGeneration") == generation):
+            new = status.refused("%s/%s" % active, generation)
+            self._write_status(cr, new)
+            post_event(self.client, cr, "Warning", "SingletonConflict", new["conditions"][0]["message"])
+            LOG.warning("%s/%s refused: %s/%s is the active Kubeflow", cr["metadata"].get("namespace"),
+                        cr["metadata"]["name"], *active)
+        return None
+
+    def _finalize(self, cr, key):
+        meta = cr["metadata"]
+        if FINALIZER not in (meta.get("finalizers") or []):
+            return None
+        if self.fastpath is not None:
+            self.fastpath.disable(meta["name"])
+        generation = meta.get("generation")
+        cr = self._write_status(cr, status.uninstalling(generation))
+        post_event(self.client, cr, "Normal", "Uninstalling", "running playbooks/uninstall.yml")
+        LOG.info("%s/%s: deleted; running uninstall.yml", *key)
+        started = time.monotonic()
+        try:
+            variables, _ignored = merge(self.model, cr.get("spec") or {}, {}, self.settings.environ)
+        except ConfigError:
+            variables = {}
+        result = run(self.uninstall, extravars(cr, variables, self.settings.kubeconfig),
+                     self.settings.collections_path, cancel=self.stop.is_set,
+                     env=playbook_env(self.client.cfg, self.settings.kubeconfig),
+                     log=logging.getLogger("kfocp.operator.playbook"))
+        self.metrics.duration.labels("uninstall").observe(time.monotonic() - started)
+        self.metrics.reconciles.labels("uninstall", "success" if result.ok else "failed").inc()
+        if not result.ok:
+            self.metrics.errors.labels("uninstall").inc()
+            message = "; ".join(result.failures) or "uninstall.yml failed (rc %s)" % result.rc
+            self._write_status(get_kubeflow(self.client, *key) or cr, status.uninstall_failed(message, generation))
+            post_event(self.client, cr, "Warning", "UninstallFailed", message)
+            LOG.error("%s/%s: uninstall failed, finalizer kept: %s", key[0], key[1], message)
+            return self._backoff(key)
+        for _attempt in range(5):
+            fresh = get_kubeflow(self.client, *key)
+            if fresh is None:
+                break
+            try:
+                set_finalizers(self.client, fresh, [f for f in fresh["metadata"].get("finalizers") or []
+                                                    if f != FINALIZER])
+                break
+            except KubeError as err:
+                if err.status != 409:
+                    raise
+        post_event(self.client, cr, "Normal", "Uninstalled", "everything this Kubeflow created is removed")
+        LOG.info("%s/%s: uninstalled in %.1fs; finalizer removed", key[0], key[1], time.monotonic() - started)
+        return None

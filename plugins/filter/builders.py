@@ -1,0 +1,19 @@
+# -*- coding: utf-8 -*-
+# Copyright: kfocp contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters that expose the pure object builders of plugins/module_utils/builders to roles."""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import scc
+from ansible_collections.kfocp.kubeflow.plugins.plugin_utils.filters import as_filter as _wrap
+
+
+class FilterModule(object):
+    def filters(self):
+        return {
+            "scc_objects": _wrap(scc.objects),
+            "scc_rolebindings": _wrap(scc.rolebindings),
+            "scc_audit": _wrap(scc.audit_table),
+        }

@@ -1,0 +1,45 @@
+# -*- coding: utf-8 -*-
+# Copyright: kfocp contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters for the components role: choose components, and adapt their rendered manifests."""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+from ansible.utils.display import Display
+
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import manifests
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.objects import DefinitionError
+
+display = Display()
+
+
+def components_select(components, catalog):
+    """{name: [paths]} of the managed components; unknown names and states fail."""
+    try:
+        return manifests.select(components, catalog)
+    except DefinitionError as err:
+        raise AnsibleFilterError(str(err))
+
+
+def components_assemble(rendered, options):
+    """The objects to apply or write, the SCC grants and audit table, and the mirror list.
+
+    Images that no prefix of the mirror map matches are reported as a warning that lists them."""
+    try:
+        result = manifests.assemble(rendered, options or {})
+    except DefinitionError as err:
+        raise AnsibleFilterError(str(err))
+    if result["unmatched_images"]:
+        display.warning("components_image_prefixes matches none of these %d images, which are left as they are: %s"
+                        % (len(result["unmatched_images"]), ", ".join(result["unmatched_images"])))
+    return result
+
+
+class FilterModule(object):
+    def filters(self):
+        return {
+            "components_select": components_select,
+            "components_assemble": components_assemble,
+        }

@@ -1,0 +1,25 @@
+# -*- coding: utf-8 -*-
+# Copyright: kfocp contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters for the profile_self_service role."""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import self_service
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.objects import DefinitionError
+
+
+def self_service_objects(settings):
+    """The self-service profile objects for the role's settings."""
+    try:
+        return self_service.objects(settings)
+    except DefinitionError as err:
+        raise AnsibleFilterError(str(err))
+
+
+class FilterModule(object):
+    def filters(self):
+        return {"self_service_objects": self_service_objects}

@@ -1,0 +1,36 @@
+# -*- coding: utf-8 -*-
+# Copyright: kfocp contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters that expose the multi-tenancy builders (profiles, namespace policies) to roles."""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import namespace_policies, profiles
+from ansible_collections.kfocp.kubeflow.plugins.plugin_utils.filters import as_filter as _wrap
+
+
+def profiles_objects(settings, users=None, groups=None, live_profiles=None, namespaces=None):
+    return profiles.objects(settings, users or (), groups or (), live_profiles or (), namespaces)
+
+
+def profiles_orphans(settings, live_profiles=None, users=None, groups=None):
+    return profiles.orphans(settings, live_profiles or (), users or (), groups or ())
+
+
+def profiles_pending(settings, users=None, groups=None, live_profiles=None, namespaces=None):
+    return profiles.pending(settings, users or (), groups or (), live_profiles or (), namespaces or ())
+
+
+def namespace_policies_objects(namespaces, settings, all_namespaces=None, serviceaccounts=None, memberroll=None):
+    return namespace_policies.objects(namespaces, settings, all_namespaces, serviceaccounts, memberroll)
+
+
+class FilterModule(object):
+    def filters(self):
+        return {
+            "profiles_objects": _wrap(profiles_objects),
+            "profiles_orphans": _wrap(profiles_orphans),
+            "profiles_pending": _wrap(profiles_pending),
+            "namespace_policies_objects": _wrap(namespace_policies_objects),
+        }

@@ -1,0 +1,42 @@
+# -*- coding: utf-8 -*-
+# Copyright: kfocp contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Option specs shared by the modules; documented in doc_fragments/auth.py and apply.py."""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import copy
+
+AUTH_ARGS = {
+    "kubeconfig": {"type": "raw"},
+    "context": {"type": "str"},
+    "host": {"type": "str"},
+    "api_key": {"type": "str", "no_log": True},
+    "ca_cert": {"type": "path", "aliases": ["ssl_ca_cert"]},
+    "client_cert": {"type": "path", "aliases": ["cert_file"]},
+    "client_key": {"type": "path", "aliases": ["key_file"], "no_log": False},
+    "validate_certs": {"type": "bool", "aliases": ["verify_ssl"]},
+    "proxy": {"type": "str"},
+}
+
+ENGINE_ARGS = {
+    "instance": {"type": "str", "default": "kfocp"},
+    "set": {"type": "str"},
+    "field_manager": {"type": "str", "default": "kfocp"},
+    "force": {"type": "bool", "default": False},
+    "adopt": {"type": "bool", "default": False},
+    "concurrency": {"type": "int", "default": 16},
+    "wait_timeout": {"type": "int", "default": 120},
+}
+
+
+def argspec(*specs):
+    merged = {}
+    for spec in specs:
+        merged.update(copy.deepcopy(spec))
+    return merged
+
+
+def auth_params(params):
+    return dict((key, params.get(key)) for key in AUTH_ARGS)

@@ -1,0 +1,198 @@
+# -*- coding: utf-8 -*-
+# Copyright: kfocp contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Ingress auth in front of the Kubeflow gateway.
+
+An OpenShift oauth-proxy (provider openshift, a subject access review that limits access to the
+users allowed to `get pods` in the Kubeflow namespace) receives every request through a
+reencrypt Route, with a serving certificate made by the service CA, and passes it to the
+gateway's HTTP port. An OAuthClient with a generated secret (kept in a Secret) lets it log users
+in. An EnvoyFilter on the gateway removes any kubeflow-userid header the client sent and sets it
+from x-forwarded-user, the identity the proxy established.
+"""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import base64
+import copy
+import json
+
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.common import (
+    dns_label, dns_subdomain, namespace, require)
+
+DEFAULTS = {
+    "name": "kubeflow-oauth-proxy",
+    "namespace": "",
+    "host": "",
+    "client_id": "kubeflow",
+    "secret_name": "kubeflow-oauth",
+    "image": "quay.io/openshift/origin-oauth-proxy:4.16",
+    "sar": {"namespace": "kubeflow", "resource": "pods", "verb": "get"},
+    "replicas": 1,
+    "extra_args": [],
+}
+SERVING_CERT = "service.beta.openshift.io/serving-cert-secret-name"
+HTTPS_PORT = 8443
+SECRET_KEYS = ("client_secret", "cookie_secret")
+
+
+def normalise(settings, field="auth"):
+    s = copy.deepcopy(DEFAULTS)
+    given = settings or {}
+    require(isinstance(given, dict), field, "must be a mapping", "Give the auth settings")
+    for key, value in given.items():
+        require(key in DEFAULTS, "%s_%s" % (field, key), "is not a known setting",
+                "Use one of %s" % ", ".join("%s_%s" % (field, k) for k in sorted(DEFAULTS)))
+        if key == "sar":
+            require(isinstance(value, dict), field + "_sar", "must be a mapping",
+                    "Give {namespace, resource, verb}, e.g. {namespace: kubeflow, resource: pods, verb: get}")
+            s["sar"] = dict(DEFAULTS["sar"], **value)
+        else:
+            s[key] = copy.deepcopy(value)
+    require(isinstance(s["host"], str) and s["host"], field + "_host",
+            "is required: it is the Route's host and the OAuth redirect URI",
+            "Set it to the host users open, e.g. kubeflow.apps.<cluster domain>")
+    dns_subdomain(s["host"], field + "_host")
+    dns_label(s["name"], field + "_name")
+    dns_subdomain(s["secret_name"], field + "_secret_name")
+    dns_subdomain(s["client_id"], field + "_client_id")
+    if s["namespace"]:
+        dns_label(s["namespace"], field + "_namespace")
+    for key in ("namespace", "resource", "verb"):
+        require(isinstance(s["sar"].get(key), str) and s["sar"][key], "%s_sar.%s" % (field, key), "is required",
+                "Give the namespace, resource and verb a user must be allowed, e.g. get pods in kubeflow")
+    require(isinstance(s["replicas"], int) and s["replicas"] >= 1, field + "_replicas",
+            "%r is not a replica count" % (s["replicas"],), "Use 1 or more")
+    require(isinstance(s["extra_args"], list) and all(isinstance(a, str) and a.startswith("--")
+                                                      for a in s["extra_args"]),
+            field + "_extra_args", "must be a list of --flag=value strings", "Give oauth-proxy flags, e.g. --skip-auth-regex=^/healthz")
+    return s
+
+
+def _gateway(gateway, field="auth_gateway"):
+    require(isinstance(gateway, dict) and gateway, field, "is not known",
+            "Run the service_mesh role earlier in the play (it sets service_mesh_gateway_info), or give "
+            "{namespace, service, http_port, selector, api_versions}")
+    for key in ("namespace", "service", "selector", "api_versions"):
+        require(gateway.get(key), "%s.%s" % (field, key), "is required",
+                "Give it, or run the service_mesh role earlier in the play")
+    require(gateway["api_versions"].get("EnvoyFilter"), field + ".api_versions.EnvoyFilter", "is required",
+            "Use the mesh builder's istio_api_versions(flavour)")
+    return gateway
+
+
+def check(settings, gateway):
+    """The settings with defaults filled in, and the gateway, checked before anything is read or written."""
+    s = normalise(settings)
+    _gateway(gateway)
+    return s
+
+
+def _secrets(secrets):
+    require(isinstance(secrets, dict), "secrets", "must be a mapping", "Give client_secret and cookie_secret")
+    for key in SECRET_KEYS:
+        require(isinstance(secrets.get(key), str) and len(secrets.get(key) or "") >= 16, "secrets.%s" % key,
+                "must be a string of at least 16 characters", "Generate it (the role does)")
+    require(len(secrets["cookie_secret"]) in (16, 24, 32), "secrets.cookie_secret",
+            "must be 16, 24 or 32 characters long (an AES key)", "Generate 32 characters")
+    return secrets
+
+
+def sar(settings):
+    """The --openshift-sar value: the access review a user must pass."""
+    s = normalise(settings)
+    return json.dumps({"namespace": s["sar"]["namespace"], "resource": s["sar"]["resource"],
+                       "verb": s["sar"]["verb"]}, sort_keys=True, separators=(",", ":"))
+
+
+def proxy_args(settings, gateway):
+    """oauth-proxy's arguments: provider openshift, upstream the gateway's HTTP port, the SAR."""
+    s = normalise(settings)
+    upstream = "http://%s.%s.svc.cluster.local:%d" % (gateway["service"], gateway["namespace"],
+                                                      int(gateway.get("http_port", 80)))
+    return ["--provider=openshift",
+            "--https-address=:%d" % HTTPS_PORT,
+            "--http-address=",
+            "--upstream=%s" % upstream,
+            "--client-id=%s" % s["client_id"],
+            "--client-secret-file=/etc/oauth/client/client_secret",
+            "--cookie-secret-file=/etc/oauth/client/cookie_secret",
+            "--redirect-url=https://%s/oauth/callback" % s["host"],
+            "--tls-cert=/etc/tls/private/tls.crt",
+            "--tls-key=/etc/tls/private/tls.key",
+            "--openshift-sar=%s" % sar(s),
+            "--pass-user-headers=true",
+            "--skip-provider-button=true",
+            "--scope=user:info user:check-access"] + list(s["extra_args"])
+
+
+def userid_filter(gateway, lua_source, name="kfocp-kubeflow-userid"):
+    """The EnvoyFilter that makes the gateway set kubeflow-userid from x-forwarded-user only."""
+    require(isinstance(lua_source, str) and "envoy_on_request" in lua_source, "lua_source",
+            "must be Lua code with an envoy_on_request function", "Load roles/auth/files/userid.lua")
+    api = gateway["api_versions"]["EnvoyFilter"]
+    return {"apiVersion": api, "kind": "EnvoyFilter",
+            "metadata": {"name": name, "namespace": gateway["namespace"]},
+            "spec": {"workloadSelector": {"labels": dict(gateway["selector"])},
+                     "configPatches": [{
+                         "applyTo": "HTTP_FILTER",
+                         "match": {"context": "GATEWAY",
+                                   "listener": {"filterChain": {"filter": {
+                                       "name": "envoy.filters.network.http_connection_manager",
+                                       "subFilter": {"name": "envoy.filters.http.router"}}}}},
+                         "patch": {"operation": "INSERT_BEFORE",
+                                   "value": {"name": "kfocp.kubeflow_userid",
+                                             "typed_config": {
+                                                 "@type": "type.googleapis.com/envoy.extensions.filters.http.lua.v3.Lua",
+                                                 "inlineCode": lua_source}}}}]}}
+
+
+def objects(settings, gateway, secrets, lua_source):
+    """The role's whole desired state. `gateway` is mesh.gateway_info(); `secrets` holds the
+    OAuth client secret and the cookie secret (generated once, read back on later runs)."""
+    s = normalise(settings)
+    gateway = _gateway(gateway)
+    secrets = _secrets(secrets)
+    ns = s["namespace"] or gateway["namespace"]
+    name = s["name"]
+    labels = {"app": name}
+    objs = []
+    if ns != gateway["namespace"]:
+        objs.append(namespace(ns))
+    data = dict((key, base64.b64encode(secrets[key].encode("utf-8")).decode("ascii")) for key in SECRET_KEYS)
+    objs.append({"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+                 "metadata": {"name": s["secret_name"], "namespace": ns}, "data": data})
+    objs.append({"apiVersion": "oauth.openshift.io/v1", "kind": "OAuthClient", "metadata": {"name": s["client_id"]},
+                 "secret": secrets["client_secret"], "grantMethod": "auto",
+                 "redirectURIs": ["https://%s" % s["host"]]})
+    objs.append({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": ns}})
+    container = {
+        "name": "oauth-proxy", "image": s["image"], "args": proxy_args(s, gateway),
+        "ports": [{"name": "https", "containerPort": HTTPS_PORT, "protocol": "TCP"}],
+        "readinessProbe": {"httpGet": {"path": "/oauth/healthz", "port": HTTPS_PORT, "scheme": "HTTPS"}},
+        "livenessProbe": {"httpGet": {"path": "/oauth/healthz", "port": HTTPS_PORT, "scheme": "HTTPS"}},
+        "resources": {"requests": {"cpu": "10m", "memory": "64Mi"}, "limits": {"memory": "256Mi"}},
+        "securityContext": {"allowPrivilegeEscalation": False, "runAsNonRoot": True,
+                            "capabilities": {"drop": ["ALL"]}},
+        "volumeMounts": [{"name": "oauth", "mountPath": "/etc/oauth/client", "readOnly": True},
+                         {"name": "tls", "mountPath": "/etc/tls/private", "readOnly": True}]}
+    objs.append({
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": ns, "labels": labels},
+        "spec": {"replicas": s["replicas"], "selector": {"matchLabels": labels},
+                 "template": {"metadata": {"labels": labels, "annotations": {"sidecar.istio.io/inject": "false"}},
+                              "spec": {"serviceAccountName": name, "containers": [container],
+                                       "volumes": [{"name": "oauth", "secret": {"secretName": s["secret_name"]}},
+                                                   {"name": "tls", "secret": {"secretName": name + "-tls"}}]}}}})
+    objs.append({"apiVersion": "v1", "kind": "Service",
+                 "metadata": {"name": name, "namespace": ns, "labels": labels,
+                              "annotations": {SERVING_CERT: name + "-tls"}},
+                 "spec": {"selector": labels,
+                          "ports": [{"name": "https", "port": 443, "targetPort": HTTPS_PORT, "protocol": "TCP"}]}})
+    objs.append({"apiVersion": "route.openshift.io/v1", "kind": "Route",
+                 "metadata": {"name": name, "namespace": ns},
+                 "spec": {"host": s["host"], "to": {"kind": "Service", "name": name, "weight": 100},
+                          "port": {"targetPort": "https"},
+                          "tls": {"termination": "reencrypt", "insecureEdgeTerminationPolicy": "Redirect"}}})
+    objs.append(userid_filter(gateway, lua_source))
+    return objs

@@ -1,0 +1,187 @@
+# -*- coding: utf-8 -*-
+# Copyright: kfocp contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Cluster autoscaling for AI/ML: the ClusterAutoscaler, a MachineAutoscaler per GPU MachineSet,
+the PriorityClasses of AI/ML workloads, and optionally the proactive node scaling watermark."""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.common import (
+    dns_label, dns_subdomain, namespace, require)
+
+MACHINE_API = "openshift-machine-api"
+DURATION = re.compile(r"^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$")
+THRESHOLD = re.compile(r"^0\.[0-9]+$")
+MAX_PRIORITY = 1000000000
+
+
+def _int(value, field, minimum=0):
+    require(isinstance(value, int) and not isinstance(value, bool) and value >= minimum, field,
+            "must be a whole number >= %d, got %r" % (minimum, value), "Give a number")
+    return value
+
+
+def _range(value, field, minimum=0):
+    require(isinstance(value, dict), field, "must be a mapping {min, max}", "Give {min: ..., max: ...}")
+    low = _int(value.get("min"), field + ".min", minimum)
+    high = _int(value.get("max"), field + ".max", max(1, minimum))
+    require(low <= high, field, "min %d is above max %d" % (low, high), "Give min <= max")
+    return {"min": low, "max": high}
+
+
+def cluster_autoscaler(spec, field="autoscaler_cluster"):
+    """The ClusterAutoscaler `default`. `spec`: max_nodes_total, cores {min,max}, memory_gib
+    {min,max}, gpus [{type,min,max}], scale_down {enabled, delay_after_add, delay_after_delete,
+    delay_after_failure, unneeded_time, utilization_threshold}, pod_priority_threshold,
+    balance_similar_node_groups, ignore_daemonsets_utilization, skip_nodes_with_local_storage."""
+    require(isinstance(spec, dict), field, "must be a mapping", "Give the autoscaler settings")
+    limits = {"maxNodesTotal": _int(spec.get("max_nodes_total"), field + ".max_nodes_total", 1)}
+    if spec.get("cores") is not None:
+        limits["cores"] = _range(spec["cores"], field + ".cores")
+    if spec.get("memory_gib") is not None:
+        limits["memory"] = _range(spec["memory_gib"], field + ".memory_gib")
+    gpus = spec.get("gpus") or []
+    require(isinstance(gpus, list), field + ".gpus", "must be a list", "Give [{type, min, max}]")
+    limits["gpus"] = []
+    for index, gpu in enumerate(gpus):
+        where = "%s.gpus[%d]" % (field, index)
+        require(isinstance(gpu, dict) and isinstance(gpu.get("type"), str) and gpu.get("type"), where + ".type",
+                "is required", "Give the GPU type the autoscaler counts, e.g. nvidia.com/gpu")
+        limits["gpus"].append(dict(type=gpu["type"], **_range(gpu, where, 0)))
+        require(limits["gpus"][-1]["max"] >= 1, where + ".max", "must be at least 1", "Give max >= 1")
+    if not limits["gpus"]:
+        limits.pop("gpus")
+    out = {"resourceLimits": limits}
+    down = spec.get("scale_down") or {}
+    require(isinstance(down, dict), field + ".scale_down", "must be a mapping", "Give {enabled, delay_after_add, ...}")
+    scale_down = {"enabled": down.get("enabled", True) is not False}
+    for key, api in (("delay_after_add", "delayAfterAdd"), ("delay_after_delete", "delayAfterDelete"),
+                     ("delay_after_failure", "delayAfterFailure"), ("unneeded_time", "unneededTime")):
+        if down.get(key) is not None:
+            require(isinstance(down[key], str) and DURATION.match(down[key]), "%s.scale_down.%s" % (field, key),
+                    "%r is not a duration" % (down[key],), "Give e.g. 10m, 30s or 1h30m")
+            scale_down[api] = down[key]
+    if down.get("utilization_threshold") is not None:
+        value = str(down["utilization_threshold"])
+        require(THRESHOLD.match(value), field + ".scale_down.utilization_threshold",
+                "%r is not a fraction between 0 and 1" % (down["utilization_threshold"],), "Give e.g. '0.4', quoted")
+        scale_down["utilizationThreshold"] = value
+    out["scaleDown"] = scale_down
+    if spec.get("pod_priority_threshold") is not None:
+        require(isinstance(spec["pod_priority_threshold"], int) and not isinstance(spec["pod_priority_threshold"], bool),
+                field + ".pod_priority_threshold", "must be a whole number", "Give e.g. -10")
+        out["podPriorityThreshold"] = spec["pod_priority_threshold"]
+    for key, api in (("balance_similar_node_groups", "balanceSimilarNodeGroups"),
+                     ("ignore_daemonsets_utilization", "ignoreDaemonsetsUtilization"),
+                     ("skip_nodes_with_local_storage", "skipNodesWithLocalStorage")):
+        if spec.get(key) is not None:
+            out[api] = bool(spec[key])
+    if spec.get("max_node_provision_time"):
+        require(DURATION.match(str(spec["max_node_provision_time"])), field + ".max_node_provision_time",
+                "%r is not a duration" % (spec["max_node_provision_time"],), "Give e.g. 15m")
+        out["maxNodeProvisionTime"] = spec["max_node_provision_time"]
+    return {"apiVersion": "autoscaling.openshift.io/v1", "kind": "ClusterAutoscaler",
+            "metadata": {"name": "default"}, "spec": out}
+
+
+def targets(machinesets, min_replicas=0, max_replicas=1):
+    """[{name, min_replicas, max_replicas}] from GPU MachineSet entries (gpu_machinesets): those
+    not marked autoscaled: false, with their own bounds or the defaults given."""
+    out = []
+    for entry in machinesets or []:
+        if not isinstance(entry, dict) or entry.get("autoscaled", True) is False or not entry.get("name"):
+            continue
+        out.append({"name": entry["name"], "min_replicas": entry.get("min_replicas", min_replicas),
+                    "max_replicas": entry.get("max_replicas", max_replicas)})
+    return out
+
+
+def machine_autoscalers(entries, field="autoscaler_machinesets"):
+    require(isinstance(entries, list), field, "must be a list", "Give [{name, min_replicas, max_replicas}]")
+    out, seen = [], set()
+    for index, entry in enumerate(entries):
+        where = "%s[%d]" % (field, index)
+        require(isinstance(entry, dict) and entry.get("name"), where + ".name", "is required",
+                "Name the MachineSet to scale")
+        dns_subdomain(entry["name"], where + ".name")
+        require(entry["name"] not in seen, where + ".name", "%r is listed twice" % entry["name"], "List it once")
+        seen.add(entry["name"])
+        low = _int(entry.get("min_replicas", 0), where + ".min_replicas", 0)
+        high = _int(entry.get("max_replicas"), where + ".max_replicas", 1)
+        require(low <= high, where, "min_replicas %d is above max_replicas %d" % (low, high), "Give min <= max")
+        out.append({"apiVersion": "autoscaling.openshift.io/v1beta1", "kind": "MachineAutoscaler",
+                    "metadata": {"name": entry["name"], "namespace": MACHINE_API},
+                    "spec": {"minReplicas": low, "maxReplicas": high,
+                             "scaleTargetRef": {"apiVersion": "machine.openshift.io/v1beta1", "kind": "MachineSet",
+                                                "name": entry["name"]}}})
+    return out
+
+
+def priority_classes(entries, field="autoscaler_priority_classes"):
+    require(isinstance(entries, list), field, "must be a list", "Give [{name, value, description}]")
+    out, seen = [], set()
+    for index, entry in enumerate(entries):
+        where = "%s[%d]" % (field, index)
+        require(isinstance(entry, dict) and entry.get("name"), where + ".name", "is required", "Name the class")
+        dns_subdomain(entry["name"], where + ".name")
+        require(not entry["name"].startswith("system-"), where + ".name", "names starting with system- are reserved",
+                "Choose another name")
+        require(entry["name"] not in seen, where + ".name", "%r is listed twice" % entry["name"], "List it once")
+        seen.add(entry["name"])
+        value = entry.get("value")
+        require(isinstance(value, int) and not isinstance(value, bool) and -MAX_PRIORITY <= value <= MAX_PRIORITY,
+                where + ".value", "must be a whole number between -1000000000 and 1000000000, got %r" % (value,),
+                "Give e.g. 10000")
+        obj = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": entry["name"]},
+               "value": value, "globalDefault": bool(entry.get("global_default", False)),
+               "description": entry.get("description") or ""}
+        if entry.get("preemption_policy"):
+            require(entry["preemption_policy"] in ("PreemptLowerPriority", "Never"), where + ".preemption_policy",
+                    "%r is not a preemption policy" % entry["preemption_policy"], "Use PreemptLowerPriority or Never")
+            obj["preemptionPolicy"] = entry["preemption_policy"]
+        out.append(obj)
+    require(sum(1 for o in out if o["globalDefault"]) <= 1, field, "more than one class is global_default",
+            "Mark at most one")
+    return out
+
+
+def watermark(spec, field="autoscaler_watermark"):
+    """The proactive node scaling watermark (redhat-cop proactive-node-scaling-operator): pause pods
+    of the lowest priority that keep spare GPU node capacity, in their own namespace, with their
+    PriorityClass (below every workload, above the autoscaler's pod priority threshold)."""
+    require(isinstance(spec, dict), field, "must be a mapping", "Give {namespace, percentage, ...}")
+    ns = dns_label(spec.get("namespace") or "", field + ".namespace")
+    name = dns_label(spec.get("name") or "ai-ml", field + ".name")
+    percentage = spec.get("percentage")
+    require(isinstance(percentage, int) and not isinstance(percentage, bool) and 1 <= percentage <= 100,
+            field + ".percentage", "must be a whole number from 1 to 100, got %r" % (percentage,), "Give e.g. 20")
+    body = {"watermarkPercentage": percentage, "nodeSelector": dict(spec.get("node_selector") or {"workload": "ai-ml"}),
+            "tolerations": [dict(t) for t in spec.get("tolerations") or
+                            [{"key": "workload", "operator": "Equal", "value": "ai-ml", "effect": "NoSchedule"}]]}
+    if spec.get("pause_pod_size"):
+        body["pausePodSize"] = dict(spec["pause_pod_size"])
+    pclass = priority_classes([{"name": spec.get("priority_class") or "ai-ml-headroom",
+                                "value": spec.get("priority_value", -5), "preemption_policy": "Never",
+                                "description": "Pause pods that keep spare AI/ML node capacity; every workload preempts them"}],
+                              field + ".priority_class")[0]
+    body["priorityClassName"] = pclass["metadata"]["name"]
+    watermark = {"apiVersion": "redhatcop.redhat.io/v1alpha1", "kind": "NodeScalingWatermark",
+                 "metadata": {"name": name, "namespace": ns}, "spec": body}
+    return [namespace(ns), pclass, watermark]
+
+
+def objects(params):
+    """The autoscaler role's whole desired state. `params`: cluster_autoscaler (settings or None
+    to leave it out), machinesets, priority_classes, watermark {enabled, ...}."""
+    out = []
+    wm = params.get("watermark") or {}
+    if wm.get("enabled"):
+        out.extend(watermark(wm))
+    out.extend(priority_classes(params.get("priority_classes") or []))
+    if params.get("cluster_autoscaler") is not None:
+        out.append(cluster_autoscaler(params["cluster_autoscaler"]))
+    out.extend(machine_autoscalers(params.get("machinesets") or []))
+    return out

@@ -1,0 +1,55 @@
+# -*- coding: utf-8 -*-
+# Copyright: kfocp contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Small pieces every builder uses: input checks that name the field, and object shapes."""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import re
+
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.objects import (
+    DNS_LABEL, ENSURE, NAMESPACES_SET, OWNERSHIP, SET_OVERRIDE, DefinitionError)
+
+DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+
+def require(condition, field, problem, fix):
+    """Raise a DefinitionError that names the field, the problem and the fix."""
+    if not condition:
+        raise DefinitionError("%s: %s. %s" % (field, problem, fix))
+
+
+def dns_label(value, field):
+    require(isinstance(value, str) and len(value) <= 63 and DNS_LABEL.match(value or ""), field,
+            "%r is not a DNS label" % (value,),
+            "Use at most 63 lower-case letters, digits and '-', starting and ending with a letter or digit")
+    return value
+
+
+def dns_subdomain(value, field):
+    require(isinstance(value, str) and len(value) <= 253 and DNS_SUBDOMAIN.match(value or ""), field,
+            "%r is not a DNS subdomain" % (value,),
+            "Use lower-case letters, digits, '-' and '.', at most 253 characters")
+    return value
+
+
+def namespace(name, labels=None):
+    """A platform Namespace: created as kfocp's when missing, left alone when it already exists,
+    kept in the 'namespaces' set that only uninstall removes."""
+    meta = {"name": name, "annotations": {OWNERSHIP: ENSURE, SET_OVERRIDE: NAMESPACES_SET}}
+    if labels:
+        meta["labels"] = dict(labels)
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": meta}
+
+
+def role_binding(name, namespace_name, role_kind, role_name, subjects, labels=None, annotations=None):
+    meta = {"name": name, "namespace": namespace_name}
+    if labels:
+        meta["labels"] = dict(labels)
+    if annotations:
+        meta["annotations"] = dict(annotations)
+    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": meta,
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": role_name},
+            "subjects": subjects}
+

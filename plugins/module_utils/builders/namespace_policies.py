@@ -1,0 +1,361 @@
+# -*- coding: utf-8 -*-
+# Copyright: kfocp contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The policies every profile namespace gets, and the GPU guard on every other namespace.
+
+For each profile namespace (selected by label): mesh membership (a ServiceMeshMember, or the
+namespace in the ServiceMeshMemberRoll's members), the GPU toleration as the namespace's default
+tolerations, a LimitRange, SCC use grants for the profile's service accounts, the serverless
+policies and the data lake annotation of the default-editor service account, when enabled.
+Every other namespace, except the configured exclusions, gets a tolerations whitelist that
+admits the node-condition tolerations and nothing else, so its pods cannot tolerate the GPU
+taint. Namespaces and service accounts belong to the profile controller: they are patched as
+shared objects, never created or deleted.
+"""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import copy
+import fnmatch
+import json
+import re
+
+from ansible_collections.kfocp.kubeflow.plugins.module_utils import objects as o
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import scc
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.common import dns_label, dns_subdomain, require
+
+DEFAULT_TOLERATIONS = "scheduler.alpha.kubernetes.io/defaultTolerations"
+WHITELIST = "scheduler.alpha.kubernetes.io/tolerationsWhitelist"
+MESH_MODES = ("member", "memberroll", "none")
+TOLERATION_MODES = ("annotation", "gatekeeper", "none")
+LIMITRANGE = "kfocp-limits"
+NETWORKPOLICY = "allow-from-serving-system-namespace"
+KNATIVE_SYSTEM_LABEL = "serving.knative.openshift.io/system-namespace"
+MEMBERS_ANNOTATION = "kfocp.io/mesh-members"
+_PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
+
+# The role defaults (roles/namespace_policies/defaults/main.yml hold the same values): a caller
+# that gives only some settings gets these for the rest.
+DEFAULTS = {
+    "namespace_policies_selector": {"app.kubernetes.io/part-of": "kubeflow-profile"},
+    "namespace_policies_mesh_mode": "member",
+    "namespace_policies_mesh_name": "data-science-smcp",
+    "namespace_policies_mesh_namespace": "istio-system",
+    "namespace_policies_tolerations_mode": "annotation",
+    "namespace_policies_gpu_tolerations": [{"key": "workload", "operator": "Equal", "value": "ai-ml",
+                                            "effect": "NoSchedule"}],
+    "namespace_policies_whitelist_others": True,
+    "namespace_policies_others_whitelist": [{"key": "node.kubernetes.io/" + k, "operator": "Exists"} for k in (
+        "not-ready", "unreachable", "memory-pressure", "disk-pressure", "pid-pressure", "network-unavailable",
+        "unschedulable")],
+    "namespace_policies_whitelist_namespaces": ["*"],
+    "namespace_policies_whitelist_exclude": ["default", "openshift", "openshift-*", "kube-*"],
+    "namespace_policies_gpu_operator_namespace": "nvidia-gpu-operator",
+    "namespace_policies_limitrange": {"default": {"cpu": "1", "memory": "2Gi"},
+                                      "defaultRequest": {"cpu": "100m", "memory": "256Mi"}},
+    "namespace_policies_scc": "",
+    "namespace_policies_scc_serviceaccounts": ["default-editor"],
+    "namespace_policies_serverless": False,
+    "namespace_policies_serverless_principals": ["cluster.local/ns/knative-serving/sa/controller",
+                                                 "cluster.local/ns/knative-serving-ingress/sa/net-kourier"],
+    "namespace_policies_serverless_workloads": [
+        {"name": "kserve-predictor", "match_labels": {"component": "predictor"}},
+        {"name": "kserve-transformer", "match_labels": {"component": "transformer"}},
+        {"name": "kserve-explainer", "match_labels": {"component": "explainer"}}],
+    "namespace_policies_data_lake": False,
+    "namespace_policies_data_lake_serviceaccount": "default-editor",
+    "namespace_policies_data_lake_annotation": "eks.amazonaws.com/role-arn",
+    "namespace_policies_data_lake_role_template": "",
+    "namespace_policies_data_lake_roles": {},
+}
+
+
+def plain(value):
+    """`value` as plain dicts, lists, strings and numbers. Values that come from Ansible are lazy
+    templating containers: reading and copying those for every namespace is very slow at scale."""
+    if isinstance(value, dict) or (hasattr(value, "items") and hasattr(value, "keys")):
+        return dict((str(k), plain(v)) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, str):
+        return str(value)
+    return value
+
+
+class Settings(object):
+    """The role's variables, checked once, with defaults for the missing ones."""
+
+    def __init__(self, settings):
+        require(isinstance(settings, dict), "settings", "must be a mapping of namespace_policies_* variables",
+                "Pass the role's variables")
+        self.raw = plain(settings)
+
+    def __getitem__(self, key):
+        value = self.raw.get(key)
+        return copy.deepcopy(DEFAULTS[key]) if value is None else value
+
+    def check(self):
+        """Raise DefinitionError, naming the variable, for anything that would make a bad object."""
+        selector(self["namespace_policies_selector"])
+        for key, allowed in (("namespace_policies_mesh_mode", MESH_MODES),
+                             ("namespace_policies_tolerations_mode", TOLERATION_MODES)):
+            require(self[key] in allowed, key, "%r is not one of %s" % (self[key], ", ".join(allowed)),
+                    "Use one of %s" % ", ".join(allowed))
+        if self["namespace_policies_mesh_mode"] != "none":
+            dns_subdomain(self["namespace_policies_mesh_name"], "namespace_policies_mesh_name")
+            dns_label(self["namespace_policies_mesh_namespace"], "namespace_policies_mesh_namespace")
+        for key in ("namespace_policies_gpu_tolerations", "namespace_policies_others_whitelist"):
+            tolerations(self[key], key)
+        for key in ("namespace_policies_whitelist_namespaces", "namespace_policies_whitelist_exclude"):
+            require(isinstance(self[key], list) and all(isinstance(x, str) for x in self[key]), key,
+                    "must be a list of namespace names or patterns", "For example [default, openshift-*, kube-*]")
+        limits = self["namespace_policies_limitrange"]
+        require(isinstance(limits, dict), "namespace_policies_limitrange", "must be a mapping",
+                "Give {default: {...}, defaultRequest: {...}}, or {} for no LimitRange")
+        for part, values in limits.items():
+            require(part in ("default", "defaultRequest", "max", "min", "maxLimitRequestRatio"),
+                    "namespace_policies_limitrange.%s" % part, "is not a LimitRange item field",
+                    "Use default, defaultRequest, max, min or maxLimitRequestRatio")
+            require(isinstance(values, dict), "namespace_policies_limitrange.%s" % part, "must be a mapping",
+                    "Give {cpu: ..., memory: ...}")
+            for key, value in values.items():
+                require(o.parse_quantity(value) is not None, "namespace_policies_limitrange.%s.%s" % (part, key),
+                        "%r is not a valid quantity" % (value,), "Use a Kubernetes quantity such as 500m or 2Gi")
+        if self["namespace_policies_scc"]:
+            require(self["namespace_policies_scc"] in scc.KNOWN_SCCS, "namespace_policies_scc",
+                    "%r is not a known SCC" % self["namespace_policies_scc"], "Use nonroot-v2 or nonroot, or '' for none")
+            for index, name in enumerate(self["namespace_policies_scc_serviceaccounts"]):
+                dns_subdomain(name, "namespace_policies_scc_serviceaccounts[%d]" % index)
+        if self["namespace_policies_serverless"]:
+            principals = self["namespace_policies_serverless_principals"]
+            require(isinstance(principals, list) and principals and all(isinstance(p, str) and p for p in principals),
+                    "namespace_policies_serverless_principals", "must list at least one principal",
+                    "Give the Knative activator's and Kourier's principals; an empty list would allow nobody")
+            for index, workload in enumerate(self["namespace_policies_serverless_workloads"]):
+                where = "namespace_policies_serverless_workloads[%d]" % index
+                require(isinstance(workload, dict) and workload.get("name") and workload.get("match_labels"),
+                        where, "needs name and match_labels", "Give {name: kserve-predictor, match_labels: {...}}")
+                dns_label("kfocp-knative-" + workload["name"], where + ".name")
+        if self["namespace_policies_data_lake"]:
+            dns_subdomain(self["namespace_policies_data_lake_serviceaccount"], "namespace_policies_data_lake_serviceaccount")
+            template = self["namespace_policies_data_lake_role_template"]
+            roles = self["namespace_policies_data_lake_roles"]
+            require(isinstance(roles, dict), "namespace_policies_data_lake_roles", "must be a mapping",
+                    "Give {<namespace>: <role ARN>}")
+            require(template or roles, "namespace_policies_data_lake_role_template", "is empty",
+                    "Set a template such as arn:aws:iam::123456789012:role/kubeflow-{namespace}")
+            for name in _PLACEHOLDER.findall(template or ""):
+                require(name in ("namespace", "owner"), "namespace_policies_data_lake_role_template",
+                        "unknown placeholder {%s}" % name, "Use {namespace} and {owner} only")
+        return self
+
+
+def selector(value):
+    """A label selector as {key: value}; 'k=v,k2=v2' strings are accepted too."""
+    if isinstance(value, str):
+        pairs = {}
+        for part in value.split(","):
+            require("=" in part, "namespace_policies_selector", "%r is not key=value" % part,
+                    "Write app.kubernetes.io/part-of=kubeflow-profile")
+            key, val = part.split("=", 1)
+            pairs[key.strip()] = val.strip()
+        value = pairs
+    require(isinstance(value, dict) and value, "namespace_policies_selector", "must be a non-empty label mapping",
+            "For example {app.kubernetes.io/part-of: kubeflow-profile}")
+    return value
+
+
+def tolerations(value, field):
+    require(isinstance(value, list), field, "must be a list of tolerations", "Give [{key, operator, value, effect}]")
+    for index, item in enumerate(value):
+        where = "%s[%d]" % (field, index)
+        require(isinstance(item, dict), where, "must be a mapping", "Give {key, operator, value, effect}")
+        require(set(item) <= {"key", "operator", "value", "effect", "tolerationSeconds"}, where,
+                "has unknown fields %s" % sorted(set(item) - {"key", "operator", "value", "effect", "tolerationSeconds"}),
+                "Use key, operator, value, effect, tolerationSeconds")
+        require(item.get("operator", "Equal") in ("Equal", "Exists"), where + ".operator",
+                "%r is not Equal or Exists" % item.get("operator"), "Use Equal or Exists")
+        require(item.get("effect", "") in ("", "NoSchedule", "PreferNoSchedule", "NoExecute"), where + ".effect",
+                "%r is not a taint effect" % item.get("effect"), "Use NoSchedule, PreferNoSchedule or NoExecute")
+    return value
+
+
+def _json(value):
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def is_profile_namespace(namespace, settings):
+    labels = (namespace.get("metadata") or {}).get("labels") or {}
+    return all(labels.get(k) == v for k, v in selector(settings["namespace_policies_selector"]).items())
+
+
+def _shared_namespace(name, annotations):
+    return {"apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": name, "annotations": dict(annotations, **{o.OWNERSHIP: o.SHARED})}}
+
+
+def role_arn(namespace, settings):
+    meta = namespace.get("metadata") or {}
+    name = meta["name"]
+    roles = settings["namespace_policies_data_lake_roles"] or {}
+    if roles.get(name):
+        return roles[name]
+    template = settings["namespace_policies_data_lake_role_template"]
+    if not template:
+        return None
+    owner = (meta.get("annotations") or {}).get("owner", "")
+    values = {"namespace": name, "owner": re.sub(r"[^A-Za-z0-9+=,.@_-]+", "-", owner)}
+    return _PLACEHOLDER.sub(lambda m: values[m.group(1)], template)
+
+
+def _namespace_objects(namespace, settings, serviceaccounts=None):
+    name = namespace["metadata"]["name"]
+    objs = []
+    if settings["namespace_policies_tolerations_mode"] == "annotation":
+        objs.append(_shared_namespace(name, {DEFAULT_TOLERATIONS: _json(settings["namespace_policies_gpu_tolerations"])}))
+    if settings["namespace_policies_mesh_mode"] == "member":
+        objs.append({"apiVersion": "maistra.io/v1", "kind": "ServiceMeshMember",
+                     "metadata": {"name": "default", "namespace": name},
+                     "spec": {"controlPlaneRef": {"name": settings["namespace_policies_mesh_name"],
+                                                  "namespace": settings["namespace_policies_mesh_namespace"]}}})
+    limits = settings["namespace_policies_limitrange"]
+    if limits:
+        objs.append({"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": LIMITRANGE, "namespace": name},
+                     "spec": {"limits": [dict(copy.deepcopy(limits), type="Container")]}})
+    if settings["namespace_policies_scc"]:
+        grants = [{"namespace": name, "serviceaccount": sa, "scc": settings["namespace_policies_scc"],
+                   "reason": "profile service account runs as a non-root user of its choice"}
+                  for sa in settings["namespace_policies_scc_serviceaccounts"]]
+        objs += scc.rolebindings(grants, allowed=None, field="namespace_policies_scc_serviceaccounts")
+    if settings["namespace_policies_serverless"]:
+        objs.append({"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+                     "metadata": {"name": NETWORKPOLICY, "namespace": name},
+                     "spec": {"podSelector": {}, "policyTypes": ["Ingress"],
+                              "ingress": [{"from": [{"namespaceSelector": {
+                                  "matchLabels": {KNATIVE_SYSTEM_LABEL: "true"}}}]}]}})
+        principals = list(settings["namespace_policies_serverless_principals"])
+        for workload in settings["namespace_policies_serverless_workloads"]:
+            objs.append({"apiVersion": "security.istio.io/v1", "kind": "AuthorizationPolicy",
+                         "metadata": {"name": "kfocp-knative-" + workload["name"], "namespace": name},
+                         "spec": {"action": "ALLOW", "selector": {"matchLabels": dict(workload["match_labels"])},
+                                  "rules": [{"from": [{"source": {"principals": principals}}]}]}})
+    if settings["namespace_policies_data_lake"]:
+        account = settings["namespace_policies_data_lake_serviceaccount"]
+        arn = role_arn(namespace, settings)
+        if arn and (serviceaccounts is None or (name, account) in serviceaccounts):
+            objs.append({"apiVersion": "v1", "kind": "ServiceAccount",
+                         "metadata": {"name": account, "namespace": name,
+                                      "annotations": {settings["namespace_policies_data_lake_annotation"]: arn,
+                                                      o.OWNERSHIP: o.SHARED}}})
+    return objs
+
+
+def objects_for_namespace(namespace, settings):
+    """The complete policy objects of ONE profile namespace (a live Namespace object)."""
+    return _namespace_objects(plain(namespace), Settings(settings).check())
+
+
+def excluded(name, settings):
+    if not any(fnmatch.fnmatchcase(name, pattern) for pattern in settings["namespace_policies_whitelist_namespaces"]):
+        return True
+    patterns = list(settings["namespace_policies_whitelist_exclude"])
+    if settings["namespace_policies_gpu_operator_namespace"]:
+        patterns.append(settings["namespace_policies_gpu_operator_namespace"])
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)
+
+
+def _made_by_kfocp(namespace):
+    """A namespace kfocp created (a platform namespace) already carries kfocp's own applied
+    configuration, under the same field manager: a second, shared configuration would replace it.
+    Such namespaces get no whitelist patch."""
+    labels = (namespace.get("metadata") or {}).get("labels") or {}
+    return labels.get(o.MANAGED_BY) == o.MANAGER
+
+
+def _live(namespace):
+    return (namespace.get("status") or {}).get("phase") != "Terminating"
+
+
+def _gatekeeper(settings):
+    sel = selector(settings["namespace_policies_selector"])
+    kinds = [{"apiGroups": [""], "kinds": ["Namespace"]}]
+    objs = [{"apiVersion": "mutations.gatekeeper.sh/v1", "kind": "AssignMetadata",
+             "metadata": {"name": "kfocp-profile-gpu-tolerations"},
+             "spec": {"match": {"scope": "Cluster", "kinds": kinds, "labelSelector": {"matchLabels": dict(sel)}},
+                      "location": 'metadata.annotations."%s"' % DEFAULT_TOLERATIONS,
+                      "parameters": {"assign": {"value": _json(settings["namespace_policies_gpu_tolerations"])}}}}]
+    if settings["namespace_policies_whitelist_others"]:
+        exclude = sorted(set(settings["namespace_policies_whitelist_exclude"]) |
+                         ({settings["namespace_policies_gpu_operator_namespace"]}
+                          if settings["namespace_policies_gpu_operator_namespace"] else set()))
+        objs.append({"apiVersion": "mutations.gatekeeper.sh/v1", "kind": "AssignMetadata",
+                     "metadata": {"name": "kfocp-gpu-tolerations-whitelist"},
+                     "spec": {"match": {"scope": "Cluster", "kinds": kinds, "excludedNamespaces": exclude,
+                                        "labelSelector": {"matchExpressions": [
+                                            {"key": k, "operator": "NotIn", "values": [v]} for k, v in sorted(sel.items())]}},
+                              "location": 'metadata.annotations."%s"' % WHITELIST,
+                              "parameters": {"assign": {"value": _json(settings["namespace_policies_others_whitelist"])}}}})
+    return objs
+
+
+def objects(namespaces, settings, all_namespaces=None, serviceaccounts=None, memberroll=None):
+    """The role's whole desired state.
+
+    namespaces: live Namespaces; those matching the selector are the profile namespaces (others
+    in it are ignored). all_namespaces: every live Namespace, for the whitelist of the others
+    (None: no whitelist patches). serviceaccounts: live ServiceAccounts, or None; when given, the
+    data lake annotation goes only to accounts that exist (the profile controller creates them
+    just after the namespace). memberroll: the live ServiceMeshMemberRoll, for the memberroll mode.
+    """
+    cfg = Settings(settings).check()
+    namespaces, all_namespaces, serviceaccounts, memberroll = plain((namespaces, all_namespaces, serviceaccounts, memberroll))
+    profiles = sorted((n for n in namespaces or () if _live(n) and is_profile_namespace(n, cfg)),
+                      key=lambda n: n["metadata"]["name"])
+    accounts = None if serviceaccounts is None else set(
+        (s["metadata"].get("namespace"), s["metadata"]["name"]) for s in serviceaccounts)
+    objs = []
+    for namespace in profiles:
+        objs += _namespace_objects(namespace, cfg, accounts)
+    mode = cfg["namespace_policies_tolerations_mode"]
+    if mode == "gatekeeper":
+        objs += _gatekeeper(cfg)
+    elif mode == "annotation" and cfg["namespace_policies_whitelist_others"] and all_namespaces is not None:
+        names = set(n["metadata"]["name"] for n in profiles)
+        whitelist = _json(cfg["namespace_policies_others_whitelist"])
+        for namespace in sorted(all_namespaces, key=lambda n: n["metadata"]["name"]):
+            name = namespace["metadata"]["name"]
+            if name in names or not _live(namespace) or is_profile_namespace(namespace, cfg) or excluded(name, cfg) \
+                    or _made_by_kfocp(namespace):
+                continue
+            objs.append(_shared_namespace(name, {WHITELIST: whitelist}))
+    if cfg["namespace_policies_mesh_mode"] == "memberroll":
+        objs.append(memberroll_object(memberroll, [n["metadata"]["name"] for n in profiles], cfg))
+    return objs
+
+
+def memberroll_object(live, members, settings):
+    """The mesh owner's ServiceMeshMemberRoll with the profile namespaces added to its members.
+
+    The members list is one atomic field, so the desired list is the live one, less the members
+    kfocp added before (kept in an annotation) that are no longer profile namespaces, plus the
+    current ones: the members the mesh owner listed are kept as they are."""
+    namespace = settings["namespace_policies_mesh_namespace"]
+    require(live is not None, "namespace_policies_mesh_mode",
+            "is memberroll but there is no ServiceMeshMemberRoll default in %s" % namespace,
+            "Create the member roll with the mesh, or use mesh_mode member")
+    meta = live.get("metadata") or {}
+    before = set(x for x in ((meta.get("annotations") or {}).get(MEMBERS_ANNOTATION) or "").split(",") if x)
+    ours = sorted(set(members))
+    current = [m for m in ((live.get("spec") or {}).get("members")) or [] if m not in before or m in ours]
+    wanted = current + [m for m in ours if m not in current]
+    return {"apiVersion": "maistra.io/v1", "kind": "ServiceMeshMemberRoll",
+            "metadata": {"name": "default", "namespace": namespace,
+                         "annotations": {o.OWNERSHIP: o.SHARED, MEMBERS_ANNOTATION: ",".join(ours)}},
+            "spec": {"members": wanted}}

@@ -1,0 +1,320 @@
+# -*- coding: utf-8 -*-
+# Copyright: kfocp contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Kubeflow Profiles, one per user or team, and the contributor access in their namespaces.
+
+Profiles come from a declared list and, optionally, from OpenShift User objects (one per user
+who has logged in). The profile controller turns each Profile into its namespace, owner
+RoleBinding, AuthorizationPolicy and ResourceQuota. Contributors are given access the way the
+Kubeflow dashboard does it: in the profile namespace, a RoleBinding and an Istio
+AuthorizationPolicy named user-<sanitised user>-clusterrole-<role>, annotated with `user` and
+`role`; a Group contributor also gets a RoleBinding to the Group itself. Group members come from
+the live Group objects, so membership changes are followed on the next run.
+"""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import fnmatch
+import hashlib
+import re
+
+from ansible_collections.kfocp.kubeflow.plugins.module_utils import objects as o
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.common import require, role_binding
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.namespace_policies import plain
+
+PROFILE_API = "kubeflow.org/v1"
+AUTHZ_API = "security.istio.io/v1"
+RBAC_GROUP = "rbac.authorization.k8s.io"
+ROLES = {"admin": "kubeflow-admin", "edit": "kubeflow-edit", "view": "kubeflow-view"}
+CONTRIBUTOR_ROLES = ("edit", "view")
+SOURCE = "kfocp.io/profile-source"
+USER_ANNOTATION = "kfocp.io/user"
+# Names an automatic profile never takes: they are platform namespaces.
+RESERVED = ("default", "kube-*", "openshift", "openshift-*", "kubeflow", "kubeflow-*", "istio-system",
+            "knative-*", "kfocp-*")
+_NOT_NAME = re.compile(r"[^a-z0-9-]+")
+_NOT_BINDING = re.compile(r"[^a-z0-9]+")
+
+DEFAULTS = {
+    "profiles_list": [],
+    "profiles_quota_default": {},
+    "profiles_auto_from_users": False,
+    "profiles_auto_provider": "",
+    "profiles_auto_exclude": [],
+    "profiles_reserved_names": list(RESERVED),
+    "profiles_group_owner_role": "edit",
+    "profiles_userid_header": "kubeflow-userid",
+    "profiles_userid_prefix": "",
+    "profiles_authz_principals": [],
+    "kfocp_instance": "kfocp",
+}
+
+
+def _setting(settings, key):
+    value = settings.get(key)
+    return DEFAULTS[key] if value is None else value
+
+
+# ------------------------------------------------------------------ names
+
+def profile_name(username, taken=()):
+    """The profile (and namespace) name for a user name: lower case, every run of characters
+    other than letters, digits and '-' made one '-', at most 63 characters.
+
+    A user name that is already a valid, free name is used as it is. Any other (one that lost
+    characters on the way, or whose name is taken or reserved) gets '-' and six hex digits of the
+    SHA-256 of the user name: stable across runs, whatever other users exist, so a profile is
+    never renamed because someone else logged in.
+    """
+    require(isinstance(username, str) and username.strip(), "username", "must be a non-empty string",
+            "Give the user's name")
+    base = _NOT_NAME.sub("-", username.lower()).strip("-")
+    base = re.sub(r"-{2,}", "-", base) or "user"
+    lossless = base == username and len(base) <= 63
+    digest = hashlib.sha256(username.encode("utf-8")).hexdigest()
+    candidates = ([base] if lossless else []) + ["%s-%s" % (base[:56].rstrip("-"), digest[:6]),
+                                                 "user-%s-%s" % (base[:51].rstrip("-"), digest[:6]),
+                                                 "user-%s-%s" % (base[:40].rstrip("-"), digest[:17])]
+    for name in candidates:
+        if not _taken(name, taken):
+            return name
+    raise o.DefinitionError("username: no free profile name for %r (tried %s). Add it to profiles_auto_exclude "
+                            "or declare its profile in profiles_list" % (username, ", ".join(candidates)))
+
+
+def _taken(name, taken):
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in taken)
+
+
+def binding_name(kind, subject, role):
+    """The dashboard's name for a contributor binding: user-<subject>-clusterrole-<role>, every
+    run of characters other than lower-case letters and digits made one '-'."""
+    raw = "-".join([kind.lower(), _NOT_BINDING.sub("-", subject.lower()), "clusterrole", role])
+    name = _NOT_BINDING.sub("-", raw).strip("-")
+    if len(name) > 253:
+        name = "%s-%s" % (name[:240], hashlib.sha256(raw.encode("utf-8")).hexdigest()[:12])
+    return name
+
+
+# ------------------------------------------------------------------ validation
+
+def _subject(value, field, allow_both=False):
+    """{user: name} or {group: name} -> (kind, name)."""
+    require(isinstance(value, dict), field, "must be a mapping", "Give {user: <name>} or {group: <name>}")
+    user, group = value.get("user"), value.get("group")
+    require(not (user and group), field, "names both a user (%r) and a group (%r)" % (user, group),
+            "An owner or contributor is either a user or a group: remove one")
+    require(user or group, field, "names neither a user nor a group", "Set user: <name> or group: <name>")
+    name = user or group
+    require(isinstance(name, str) and name.strip() == name and name, field + (".user" if user else ".group"),
+            "%r is not a valid name" % (name,), "Give the name as OpenShift shows it, without spaces around it")
+    return ("User" if user else "Group"), name
+
+
+def quota(default, override, field, default_field="profiles_quota_default"):
+    """The ResourceQuota `hard` map: the defaults with the override's keys replacing them; an
+    override value of null removes that limit. Every value must be a Kubernetes quantity."""
+    hard = {}
+    for where, values in ((default_field, default), (field, override)):
+        if values is None:
+            continue
+        require(isinstance(values, dict), where, "must be a mapping of resource name to quantity",
+                "For example {cpu: '8', memory: 32Gi, requests.nvidia.com/gpu: '1'}")
+        for key, value in values.items():
+            require(isinstance(key, str) and re.match(r"^[a-z0-9A-Z./_-]+$", key or ""), "%s.%s" % (where, key),
+                    "is not a resource name", "Use names like cpu, requests.memory, requests.nvidia.com/gpu")
+            if value is None:
+                hard.pop(key, None)
+                continue
+            require(o.parse_quantity(value) is not None, "%s.%s" % (where, key),
+                    "%r is not a valid quantity" % (value,), "Use a Kubernetes quantity such as 4, 500m, 16Gi")
+            hard[key] = str(value)
+    return hard
+
+
+def _declared(settings):
+    items = _setting(settings, "profiles_list")
+    require(isinstance(items, list), "profiles_list", "must be a list", "Give a list of {name, owner, ...}")
+    roles = _group_owner_role(settings)
+    seen = {}
+    out = []
+    for index, item in enumerate(items):
+        where = "profiles_list[%d]" % index
+        require(isinstance(item, dict), where, "must be a mapping", "Give {name, owner: {user|group}, contributors, quota}")
+        name = item.get("name")
+        require(isinstance(name, str) and len(name) <= 63 and o.DNS_LABEL.match(name or ""), where + ".name",
+                "%r is not a DNS label" % (name,),
+                "Use at most 63 lower-case letters, digits and '-', starting and ending with a letter or digit")
+        if name in seen:
+            require(False, where + ".name", "duplicate profile %r (also profiles_list[%d])" % (name, seen[name]),
+                    "Give each profile once")
+        seen[name] = index
+        require("owner" in item, where + ".owner", "is required", "Set owner: {user: <name>} or {group: <name>}")
+        kind, owner = _subject(item["owner"], where + ".owner")
+        contributors = []
+        raw = item.get("contributors") or []
+        require(isinstance(raw, list), where + ".contributors", "must be a list", "Give [{user|group, role}]")
+        for cindex, contributor in enumerate(raw):
+            cwhere = "%s.contributors[%d]" % (where, cindex)
+            ckind, cname = _subject(contributor, cwhere)
+            role = contributor.get("role", "edit")
+            require(role in CONTRIBUTOR_ROLES, cwhere + ".role", "%r is not a contributor role" % (role,),
+                    "Use edit or view")
+            contributors.append((ckind, cname, role))
+        hard = quota(_setting(settings, "profiles_quota_default"), item.get("quota"), where + ".quota")
+        owner_role = item.get("group_owner_role", roles)
+        require(owner_role in CONTRIBUTOR_ROLES, where + ".group_owner_role", "%r is not a contributor role" % (owner_role,),
+                "Use edit or view")
+        out.append({"name": name, "owner": (kind, owner), "contributors": contributors, "hard": hard,
+                    "source": "declared", "group_owner_role": owner_role})
+    return out
+
+
+def _group_owner_role(settings):
+    role = _setting(settings, "profiles_group_owner_role")
+    require(role in CONTRIBUTOR_ROLES, "profiles_group_owner_role", "%r is not a contributor role" % (role,),
+            "Use edit or view")
+    return role
+
+
+def _has_identity(user, provider):
+    if not provider:
+        return bool(user.get("identities"))
+    return any(str(identity).split(":", 1)[0] == provider for identity in user.get("identities") or [])
+
+
+def _ours(obj, instance):
+    return o.owned_by(obj, instance)
+
+
+def plan(settings, users=(), groups=(), profiles=()):
+    """Every desired profile as {name, owner: (kind, name), contributors, hard, source}."""
+    settings, users, groups, profiles = plain((settings, users, groups, profiles))
+    instance = _setting(settings, "kfocp_instance")
+    quota(_setting(settings, "profiles_quota_default"), None, "profiles_quota_default")
+    declared = _declared(settings)
+    foreign = [p for p in profiles or () if not _ours(p, instance)]
+    taken = set(_setting(settings, "profiles_reserved_names")) | set(p["name"] for p in declared) | \
+        set(p["metadata"]["name"] for p in foreign)
+    result = list(declared)
+    if _setting(settings, "profiles_auto_from_users"):
+        provider = _setting(settings, "profiles_auto_provider")
+        exclude = _setting(settings, "profiles_auto_exclude")
+        owners = set(p["owner"][1] for p in declared if p["owner"][0] == "User")
+        owners |= set(((p.get("spec") or {}).get("owner") or {}).get("name") for p in foreign
+                      if ((p.get("spec") or {}).get("owner") or {}).get("kind") == "User")
+        hard = quota(_setting(settings, "profiles_quota_default"), None, "profiles_quota_default")
+        auto_names = {}
+        for user in sorted(users or (), key=lambda u: u["metadata"]["name"]):
+            username = user["metadata"]["name"]
+            if username in owners or username.startswith("system:") or \
+                    any(fnmatch.fnmatchcase(username, pattern) for pattern in exclude):
+                continue
+            if not _has_identity(user, provider):
+                continue
+            name = profile_name(username, taken)
+            require(name not in auto_names, "users", "user names %r and %r map to the same profile %r"
+                    % (auto_names.get(name), username, name), "Add one of them to profiles_auto_exclude")
+            auto_names[name] = username
+            taken.add(name)
+            result.append({"name": name, "owner": ("User", username), "contributors": [], "hard": dict(hard),
+                           "source": "auto", "group_owner_role": None})
+    members = dict((g["metadata"]["name"], sorted(set(g.get("users") or []))) for g in groups or ())
+    for profile in result:
+        profile["members"] = members
+    return result
+
+
+# ------------------------------------------------------------------ objects
+
+def profile_object(profile):
+    kind, owner = profile["owner"]
+    spec = {"owner": {"apiGroup": RBAC_GROUP, "kind": kind, "name": owner}}
+    if profile["hard"]:
+        spec["resourceQuotaSpec"] = {"hard": dict(profile["hard"])}
+    meta = {"name": profile["name"], "labels": {SOURCE: profile["source"]}}
+    if profile["source"] == "auto":
+        meta["annotations"] = {USER_ANNOTATION: owner}
+    return {"apiVersion": PROFILE_API, "kind": "Profile", "metadata": meta, "spec": spec}
+
+
+def _user_access(namespace, user, role, settings):
+    name = binding_name("User", user, role)
+    annotations = {"user": user, "role": role}
+    binding = role_binding(name, namespace, "ClusterRole", ROLES[role],
+                           [{"apiGroup": RBAC_GROUP, "kind": "User", "name": user}], annotations=annotations)
+    rule = {"when": [{"key": "request.headers[%s]" % _setting(settings, "profiles_userid_header"),
+                      "values": [_setting(settings, "profiles_userid_prefix") + user]}]}
+    principals = _setting(settings, "profiles_authz_principals")
+    if principals:
+        rule["from"] = [{"source": {"principals": list(principals)}}]
+    policy = {"apiVersion": AUTHZ_API, "kind": "AuthorizationPolicy",
+              "metadata": {"name": name, "namespace": namespace, "annotations": dict(annotations)},
+              "spec": {"action": "ALLOW", "rules": [rule]}}
+    return [binding, policy]
+
+
+def _group_binding(namespace, group, role):
+    return role_binding(binding_name("Group", group, role), namespace, "ClusterRole", ROLES[role],
+                        [{"apiGroup": RBAC_GROUP, "kind": "Group", "name": group}],
+                        annotations={"group": group, "role": role})
+
+
+def access_objects(profile, settings):
+    """The contributor RoleBindings and AuthorizationPolicies of one profile, in its namespace."""
+    namespace = profile["name"]
+    members = profile["members"]
+    grants = []  # (kind, subject, role)
+    kind, owner = profile["owner"]
+    if kind == "Group":
+        grants += [("User", user, profile["group_owner_role"]) for user in members.get(owner, [])]
+    for ckind, cname, role in profile["contributors"]:
+        grants.append((ckind, cname, role))
+        if ckind == "Group":
+            grants += [("User", user, role) for user in members.get(cname, [])]
+    objs, seen = [], set()
+    for gkind, subject, role in grants:
+        if (gkind, subject, role) in seen or (gkind == "User" and kind == "User" and subject == owner):
+            continue
+        seen.add((gkind, subject, role))
+        objs += _user_access(namespace, subject, role, settings) if gkind == "User" else \
+            [_group_binding(namespace, subject, role)]
+    return objs
+
+
+def objects(settings, users=(), groups=(), profiles=(), namespaces=None):
+    """The role's whole desired state: the Profiles, then the contributor access objects.
+
+    settings: the profiles_* variables (and kfocp_instance); users, groups: live User and Group
+    objects; profiles: live Profiles (those kfocp did not create keep their names, and their
+    owners get no automatic profile); namespaces: live Namespaces, or None. When given, access
+    objects are built only for profile namespaces that exist (the profile controller creates
+    them after the Profile); the others get theirs on a later run.
+    """
+    desired = plan(settings, users, groups, profiles)
+    namespaces = plain(namespaces)
+    existing = None
+    if namespaces is not None:
+        existing = set(n["metadata"]["name"] for n in namespaces if (n.get("status") or {}).get("phase") != "Terminating")
+    objs = [profile_object(p) for p in desired]
+    for profile in desired:
+        if existing is None or profile["name"] in existing:
+            objs += access_objects(profile, settings)
+    return objs
+
+
+def pending(settings, users=(), groups=(), profiles=(), namespaces=()):
+    """Names of desired profiles whose namespace does not exist yet."""
+    existing = set(n["metadata"]["name"] for n in plain(namespaces) or ())
+    return [p["name"] for p in plan(settings, users, groups, profiles) if p["name"] not in existing]
+
+
+def orphans(settings, live_profiles, users=(), groups=()):
+    """Names of Profiles this instance created that are no longer desired: deleted only with
+    kfocp_profiles_prune: true, otherwise reported."""
+    settings, live_profiles = plain((settings, live_profiles))
+    instance = _setting(settings, "kfocp_instance")
+    wanted = set(p["name"] for p in plan(settings, users, groups, live_profiles))
+    return sorted(p["metadata"]["name"] for p in live_profiles or ()
+                  if _ours(p, instance) and p["metadata"]["name"] not in wanted)

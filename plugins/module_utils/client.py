@@ -1,0 +1,328 @@
+# -*- coding: utf-8 -*-
+# Copyright: kfocp contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Connection to the Kubernetes API: configuration, a pooled HTTP transport with bounded
+retries, and discovery done once per client.
+
+Auth comes from the `kubernetes` Python client's config loaders (kubeconfig, exec plugins,
+in-cluster service account), so every way kubernetes.core connects works here too.
+"""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import json
+import os
+import random
+import threading
+import time
+from collections import namedtuple
+
+try:
+    import urllib3
+    from kubernetes import client as k8s_client
+    from kubernetes import config as k8s_config
+    from kubernetes.client.rest import RESTClientObject
+    from kubernetes.config.config_exception import ConfigException
+    HAS_K8S = True
+    K8S_IMPORT_ERROR = None
+except ImportError as err:  # reported by the module with a clear message
+    HAS_K8S = False
+    K8S_IMPORT_ERROR = err
+
+# Module option -> environment variable, the same names kubernetes.core reads, so that AWX
+# credentials and K8S_AUTH_* environments work unchanged.
+AUTH_ENV = {
+    "kubeconfig": "K8S_AUTH_KUBECONFIG",
+    "context": "K8S_AUTH_CONTEXT",
+    "host": "K8S_AUTH_HOST",
+    "api_key": "K8S_AUTH_API_KEY",
+    "ca_cert": "K8S_AUTH_SSL_CA_CERT",
+    "client_cert": "K8S_AUTH_CERT_FILE",
+    "client_key": "K8S_AUTH_KEY_FILE",
+    "validate_certs": "K8S_AUTH_VERIFY_SSL",
+    "proxy": "K8S_AUTH_PROXY",
+}
+
+RETRY_STATUS = (429, 500, 502, 503, 504)
+DISCOVERY_ACCEPT = ("application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"
+                    "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,"
+                    "application/json")
+METADATA_ACCEPT = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
+
+Resource = namedtuple("Resource", "api_version kind plural namespaced verbs")
+
+
+class KubeError(Exception):
+    """A failed API call. `status` is the HTTP status (0 when the server was not reached)."""
+
+    def __init__(self, message, status=0, body=None):
+        super(KubeError, self).__init__(message)
+        self.status = status
+        self.body = body or {}
+
+    @property
+    def reason(self):
+        return self.body.get("reason", "")
+
+
+class UnknownKind(KubeError):
+    pass
+
+
+def _truthy(value):
+    if isinstance(value, bool):
+        return value
+    return str(value).lower() in ("1", "true", "yes", "on")
+
+
+def auth_from(params=None, env=None):
+    """Merge module options with the K8S_AUTH_* environment (options win)."""
+    params = dict(params or {})
+    env = os.environ if env is None else env
+    merged = {}
+    for option, variable in AUTH_ENV.items():
+        value = params.get(option)
+        if value is None and env.get(variable):
+            value = env[variable]
+        if value is not None:
+            merged[option] = value
+    if "validate_certs" in merged:
+        merged["validate_certs"] = _truthy(merged["validate_certs"])
+    return merged
+
+
+def configuration(auth):
+    """A kubernetes.client.Configuration from auth options, a kubeconfig, or the pod's service account."""
+    if not HAS_K8S:
+        raise KubeError("the Python package 'kubernetes' is required: %s" % K8S_IMPORT_ERROR)
+    cfg = k8s_client.Configuration()
+    kubeconfig = auth.get("kubeconfig")
+    try:
+        if auth.get("host") and not kubeconfig:
+            cfg.host = auth["host"]
+        elif isinstance(kubeconfig, dict):
+            k8s_config.load_kube_config_from_dict(kubeconfig, context=auth.get("context"),
+                                                  client_configuration=cfg, persist_config=False)
+        elif kubeconfig or os.environ.get("KUBECONFIG") or os.path.exists(os.path.expanduser("~/.kube/config")):
+            k8s_config.load_kube_config(config_file=os.path.expanduser(kubeconfig) if kubeconfig else None,
+                                        context=auth.get("context"), client_configuration=cfg,
+                                        persist_config=False)
+        else:
+            k8s_config.load_incluster_config(client_configuration=cfg)
+    except (ConfigException, IOError, OSError) as err:
+        raise KubeError("cannot load Kubernetes credentials: %s. Set kubeconfig (K8S_AUTH_KUBECONFIG) "
+                        "or host and api_key (K8S_AUTH_HOST, K8S_AUTH_API_KEY)." % err)
+    if auth.get("host"):
+        cfg.host = auth["host"]
+    if auth.get("api_key"):
+        cfg.api_key = {"authorization": "Bearer " + auth["api_key"]}
+    if auth.get("ca_cert"):
+        cfg.ssl_ca_cert = auth["ca_cert"]
+    if auth.get("client_cert"):
+        cfg.cert_file = auth["client_cert"]
+    if auth.get("client_key"):
+        cfg.key_file = auth["client_key"]
+    if "validate_certs" in auth:
+        cfg.verify_ssl = auth["validate_certs"]
+    if auth.get("proxy"):
+        cfg.proxy = auth["proxy"]
+    return cfg
+
+
+class Client:
+    """A thread-safe Kubernetes REST client with retries and cached discovery."""
+
+    def __init__(self, cfg, pool_size=16, retries=6, backoff=0.2, max_backoff=5.0, timeout=60):
+        cfg.connection_pool_maxsize = pool_size
+        cfg.retries = False
+        self.cfg = cfg
+        self.host = cfg.host.rstrip("/")
+        self.pool = RESTClientObject(cfg).pool_manager
+        self.retries = retries
+        self.backoff = backoff
+        self.max_backoff = max_backoff
+        self.timeout = urllib3.Timeout(connect=10, read=timeout)
+        self._resources = None
+        self._lock = threading.Lock()
+        self.warnings = set()
+        self.requests = 0
+        # Set once the server stayed unreachable through a whole retry sequence: every later
+        # request fails at once with the same message instead of retrying on its own.
+        self.unreachable = None
+
+    @classmethod
+    def from_params(cls, params=None, **kwargs):
+        return cls(configuration(auth_from(params)), **kwargs)
+
+    # -- transport
+    def _headers(self, accept, content_type):
+        headers = {"Accept": accept, "User-Agent": "kfocp"}
+        if content_type:
+            headers["Content-Type"] = content_type
+        # kubeconfig and in-pod tokens are kept (and refreshed) under "BearerToken"; api_key under "authorization"
+        token = self.cfg.get_api_key_with_prefix("BearerToken", alias="authorization") if self.cfg.api_key else None
+        if token:
+            headers["Authorization"] = token
+        return headers
+
+    def request(self, method, path, query=None, body=None, content_type="application/json",
+                accept="application/json", allow=()):
+        """Send one request; return the decoded JSON body, or None for a status in `allow`.
+
+        429, 5xx and connection failures are retried with capped exponential backoff (and the
+        server's Retry-After); every other error raises KubeError with the server's message.
+        """
+        url = self.host + path
+        if query:
+            url += "?" + "&".join("%s=%s" % (k, _quote(v)) for k, v in query.items() if v is not None)
+        data = None if body is None else json.dumps(body, separators=(",", ":")).encode("utf-8")
+        attempt = 0
+        started = time.monotonic()
+        while True:
+            if self.unreachable:
+                raise KubeError(self.unreachable)
+            attempt += 1
+            self.requests += 1
+            try:
+                resp = self.pool.request(method, url, body=data, timeout=self.timeout, retries=False,
+                                         headers=self._headers(accept, content_type if data is not None else None))
+            except urllib3.exceptions.HTTPError as err:
+                if attempt > self.retries:
+                    self.unreachable = ("the API server %s did not answer after %d attempts in %.1fs: %s"
+                                        % (self.host, attempt, time.monotonic() - started, _root(err)))
+                    raise KubeError(self.unreachable)
+                self._sleep(attempt, None)
+                continue
+            warning = resp.headers.get("Warning")
+            if warning:
+                self.warnings.add(warning)
+            if resp.status in RETRY_STATUS and attempt <= self.retries and not _permanent(resp):
+                self._sleep(attempt, resp.headers.get("Retry-After"))
+                continue
+            if resp.status < 300:
+                return json.loads(resp.data) if resp.data else {}
+            if resp.status in allow:
+                return None
+            if resp.status == 401 and attempt == 1 and self.cfg.refresh_api_key_hook:
+                continue  # an exec plugin's token expired: the hook refreshes it
+            body_json = _decode(resp.data)
+            message = body_json.get("message") or resp.data[:300].decode("utf-8", "replace")
+            raise KubeError("%s %s: %d %s" % (method, path, resp.status, message), resp.status, body_json)
+
+    def _sleep(self, attempt, retry_after):
+        delay = min(self.max_backoff, self.backoff * (2 ** (attempt - 1)))
+        if retry_after:
+            try:
+                delay = min(self.max_backoff, max(delay, float(retry_after)))
+            except ValueError:
+                pass
+        time.sleep(delay * (0.5 + random.random() / 2))
+
+    # -- discovery
+    def resources(self, refresh=False):
+        """{(apiVersion, kind): Resource} for every served kind, read once per client."""
+        with self._lock:
+            if self._resources is None or refresh:
+                self._resources = self._discover()
+            return self._resources
+
+    def _discover(self):
+        found = {}
+        legacy = []
+        for root in ("/api", "/apis"):
+            doc = self.request("GET", root, accept=DISCOVERY_ACCEPT)
+            if doc.get("kind") == "APIGroupDiscoveryList":
+                for group in doc.get("items") or []:
+                    name = (group.get("metadata") or {}).get("name", "")
+                    for version in group.get("versions") or []:
+                        api_version = "%s/%s" % (name, version["version"]) if name else version["version"]
+                        for res in version.get("resources") or []:
+                            kind = (res.get("responseKind") or {}).get("kind")
+                            if kind:
+                                found[(api_version, kind)] = Resource(
+                                    api_version, kind, res["resource"], res.get("scope") == "Namespaced",
+                                    tuple(res.get("verbs") or ()))
+            elif root == "/api":
+                legacy += doc.get("versions") or []
+            else:
+                legacy += [v["groupVersion"] for g in doc.get("groups") or [] for v in g.get("versions") or []]
+        for api_version in legacy:  # servers without aggregated discovery
+            path = ("/api/" if "/" not in api_version else "/apis/") + api_version
+            doc = self.request("GET", path, allow=(404, 503)) or {}
+            for res in doc.get("resources") or []:
+                if "/" not in res["name"]:
+                    found[(api_version, res["kind"])] = Resource(api_version, res["kind"], res["name"],
+                                                                 res.get("namespaced", False),
+                                                                 tuple(res.get("verbs") or ()))
+        return found
+
+    def resource(self, api_version, kind):
+        found = self.resources().get((api_version, kind))
+        if found is None:
+            raise UnknownKind("the API server has no kind %s in %s: check apiVersion and kind, or install "
+                              "the CRD (or operator) that provides it" % (kind, api_version), 404)
+        return found
+
+    def forget(self):
+        with self._lock:
+            self._resources = None
+
+    # -- paths and verbs
+    @staticmethod
+    def path(res, namespace=None, name=None):
+        base = "/api/%s" % res.api_version if "/" not in res.api_version else "/apis/%s" % res.api_version
+        if res.namespaced and namespace:
+            base += "/namespaces/%s" % namespace
+        base += "/" + res.plural
+        return base + ("/" + name if name else "")
+
+    def get(self, res, name, namespace=None):
+        return self.request("GET", self.path(res, namespace, name), allow=(404,))
+
+    def list(self, res, label_selector=None, namespace=None, metadata_only=False):
+        query = {"labelSelector": label_selector} if label_selector else None
+        accept = METADATA_ACCEPT if metadata_only else "application/json"
+        return (self.request("GET", self.path(res, namespace), query=query, accept=accept) or {}).get("items") or []
+
+    def apply(self, res, obj, field_manager, force=False, dry_run=False):
+        meta = obj["metadata"]
+        query = {"fieldManager": field_manager, "force": "true" if force else None,
+                 "dryRun": "All" if dry_run else None, "fieldValidation": "Strict"}
+        return self.request("PATCH", self.path(res, meta.get("namespace"), meta["name"]), query=query, body=obj,
+                            content_type="application/apply-patch+yaml")
+
+    def delete(self, res, name, namespace=None, dry_run=False):
+        query = {"propagationPolicy": "Background", "dryRun": "All" if dry_run else None}
+        return self.request("DELETE", self.path(res, namespace, name), query=query, allow=(404,))
+
+
+# 500s that the API server gives for a malformed object: retrying cannot help.
+_PERMANENT_500 = ("failed to create typed patch object", "failed to convert", "unable to convert")
+
+
+def _permanent(resp):
+    if resp.status != 500:
+        return False
+    message = _decode(resp.data).get("message", "")
+    return any(text in message for text in _PERMANENT_500)
+
+
+def _quote(value):
+    try:
+        from urllib.parse import quote
+    except ImportError:  # pragma: no cover
+        from urllib import quote
+    return quote(str(value), safe="")
+
+
+def _decode(data):
+    try:
+        return json.loads(data)
+    except (ValueError, TypeError):
+        return {}
+
+
+def _root(err):
+    reason = getattr(err, "reason", None)
+    return str(reason or err)

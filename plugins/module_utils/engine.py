@@ -1,0 +1,517 @@
+# -*- coding: utf-8 -*-
+# Copyright: kfocp contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The apply engine: the only code in kfocp that writes to the API.
+
+It applies a list of objects with server-side apply (field manager `kfocp`), concurrently and in
+phases (CRDs, then Namespaces, then the rest, then admission webhooks), labels what it creates as
+kfocp's, reports `changed` exactly, supports check and diff mode, and prunes only what it owns.
+
+The cost of a run is one LIST per kind plus one PATCH per object that is not already as desired;
+an object whose desired state is unchanged since kfocp last applied it, and whose fields all
+still hold their values, costs no request at all.
+"""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from ansible_collections.kfocp.kubeflow.plugins.module_utils import objects as o
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import KubeError, UnknownKind
+
+CREATED, UPDATED, UNCHANGED, DELETED, RELEASED, SKIPPED, FAILED, CONFLICT = (
+    "created", "updated", "unchanged", "deleted", "released", "skipped", "failed", "conflict")
+CHANGES = (CREATED, UPDATED, DELETED, RELEASED)
+# Existence of objects not yet labelled is checked with one metadata LIST per kind when more
+# than this many are missing, and with a GET each otherwise.
+_GET_LIMIT = 32
+# Kinds never pruned or scanned: they are not desired state.
+_NEVER_SCAN = {("v1", "Event"), ("events.k8s.io/v1", "Event"), ("v1", "ComponentStatus"),
+               ("v1", "Endpoints"), ("discovery.k8s.io/v1", "EndpointSlice"),
+               ("coordination.k8s.io/v1", "Lease")}
+
+
+class ApplyError(Exception):
+    """The run failed; `result` holds what was done before it stopped."""
+
+    def __init__(self, message, result=None):
+        super(ApplyError, self).__init__(message)
+        self.result = result
+
+
+class Item:
+    __slots__ = ("index", "ref", "obj", "mode", "shared", "set", "phase", "res", "live", "exists", "action", "diff")
+
+    def __init__(self, index, obj, mode, set_name=None):
+        self.index = index
+        self.set = set_name
+        self.obj = obj
+        self.ref = o.ref(obj)
+        self.mode = mode
+        self.shared = mode == o.SHARED
+        self.phase = o.phase(self.ref.kind)
+        self.res = None
+        self.live = None      # the live object when kfocp had labelled it (full), else None
+        self.exists = None    # True/False when known, None when it must be looked up
+        self.action = None
+        self.diff = None
+
+
+class Result:
+    def __init__(self):
+        self.items = []
+        self.diffs = []
+        self.errors = []
+        self.warnings = []
+
+    def record(self, ref, action, message=None):
+        entry = {"apiVersion": ref.api_version, "kind": ref.kind, "name": ref.name, "action": action}
+        if ref.namespace:
+            entry["namespace"] = ref.namespace
+        if message:
+            entry["message"] = message
+        self.items.append(entry)
+        if action == FAILED:
+            self.errors.append("%s: %s" % (o.describe(ref), message))
+
+    @property
+    def changed(self):
+        return any(item["action"] in CHANGES for item in self.items)
+
+    def counts(self):
+        counts = dict.fromkeys((CREATED, UPDATED, UNCHANGED, DELETED, RELEASED, SKIPPED, FAILED, CONFLICT), 0)
+        for item in self.items:
+            counts[item["action"]] += 1
+        return counts
+
+    def as_dict(self, report="changed"):
+        shown = self.items if report == "all" else [i for i in self.items if i["action"] != UNCHANGED]
+        out = {"changed": self.changed, "summary": self.counts(), "objects": shown}
+        if self.warnings:
+            out["api_warnings"] = sorted(set(self.warnings))
+        if self.diffs:
+            out["diff"] = self.diffs
+        return out
+
+
+class Engine:
+    def __init__(self, client, instance="kfocp", set_name=None, field_manager=o.MANAGER, force=False,
+                 adopt=False, check_mode=False, diff=False, concurrency=16, wait_timeout=120):
+        for field, value in (("instance", instance), ("set", set_name)):
+            if value is not None and (not value or len(value) > 63 or not o.LABEL_VALUE.match(value)):
+                raise o.DefinitionError("%s %r is not a valid label value (at most 63 characters: letters, "
+                                        "digits, '-', '_', '.', starting and ending alphanumeric)" % (field, value))
+        self.client = client
+        self.instance = instance
+        self.set = set_name
+        self.field_manager = field_manager
+        self.force = force
+        self.adopt = adopt
+        self.check = check_mode
+        self.diff = diff
+        self.concurrency = max(1, int(concurrency))
+        self.wait_timeout = wait_timeout
+        self._lists = {}
+        self._deleted = []
+
+    # ------------------------------------------------------------ public operations
+
+    def apply(self, definitions, prune=False):
+        """Make the API hold `definitions`; with `prune`, delete what this set owned before and no
+        longer wants. Bad input fails before any change."""
+        result = Result()
+        items = self._plan(definitions)
+        wanted = set(_unversioned(item.ref) for item in items)
+        for phase in sorted(set(item.phase for item in items)):
+            batch = [item for item in items if item.phase == phase]
+            self._resolve(batch, result)
+            self._fetch(batch)
+            self._map(self._apply_one, [i for i in batch if i.action is None], result)
+            if result.errors:
+                raise ApplyError(self._summary("apply failed", result), result)
+            if phase == o.PHASE_CRD:
+                self._crds_ready([i for i in batch if i.action in (CREATED, UPDATED)])
+        if prune:
+            if not self.set:
+                raise o.DefinitionError("prune needs a set: the objects it may delete are those of the same set")
+            self._delete_owned(wanted, result, self.set)
+        self._finish(result)
+        return result
+
+    def delete(self, definitions, wait=False):
+        """Delete the listed objects that kfocp owns, and take back kfocp's fields from the listed
+        shared objects. Objects kfocp did not create are left alone and reported as skipped."""
+        result = Result()
+        items = self._plan(definitions)
+        for phase in sorted(set(item.phase for item in items), reverse=True):
+            batch = [item for item in items if item.phase == phase]
+            for item in batch:
+                try:
+                    item.res = self.client.resource(item.ref.api_version, item.ref.kind)
+                except UnknownKind:
+                    item.action = SKIPPED  # its kind is gone, so is the object
+                    result.record(item.ref, SKIPPED, "kind not served")
+            self._map(self._delete_one, [i for i in batch if i.action is None], result)
+        if wait:
+            self._wait_gone(result)
+        self._finish(result)
+        return result
+
+    def delete_all(self, set_name=None, wait=False):
+        """Delete every object this instance (and set, if given) owns and release every object it
+        patched: uninstall, driven by the ownership labels."""
+        result = Result()
+        self._delete_owned(set(), result, set_name)
+        if wait:
+            self._wait_gone(result)
+        self._finish(result)
+        return result
+
+    # ------------------------------------------------------------ planning
+
+    def _plan(self, definitions):
+        if not isinstance(definitions, list):
+            raise o.DefinitionError("definitions must be a list of objects")
+        items = []
+        for index, obj in enumerate(definitions):
+            o.validate(obj, index)
+        o.check_unique(definitions)
+        for index, obj in enumerate(definitions):
+            prepared, mode = o.prepare(obj, self.instance, self.set)
+            set_name = ((obj.get("metadata") or {}).get("annotations") or {}).get(o.SET_OVERRIDE) or self.set
+            items.append(Item(index, prepared, mode, set_name or self.instance))
+        self._check_kinds(items)
+        return items
+
+    def _check_kinds(self, items):
+        """Every kind must be served, or defined by a CRD in the same list; namespaced kinds need a
+        namespace. Checked before any change."""
+        served = self.client.resources()
+        from_crds = {}
+        for item in items:
+            if item.ref.kind == "CustomResourceDefinition":
+                for api_version, kind, plural, namespaced in o.crd_kinds(item.obj):
+                    from_crds[(api_version, kind)] = namespaced
+        problems = []
+        for item in items:
+            key = (item.ref.api_version, item.ref.kind)
+            if key in served:
+                namespaced = served[key].namespaced
+            elif key in from_crds:
+                namespaced = from_crds[key]
+            else:
+                problems.append("definitions[%d] %s: the API server has no kind %s in %s; check apiVersion "
+                                "and kind, or install the CRD or operator that provides it"
+                                % (item.index, o.describe(item.ref), item.ref.kind, item.ref.api_version))
+                continue
+            if namespaced and not item.ref.namespace:
+                problems.append("definitions[%d] %s: metadata.namespace is required, %s is namespaced"
+                                % (item.index, o.describe(item.ref), item.ref.kind))
+            elif not namespaced and item.ref.namespace:
+                item.obj["metadata"].pop("namespace")
+                item.ref = o.ref(item.obj)
+        if problems:
+            raise o.DefinitionError("; ".join(problems))
+
+    def _resolve(self, batch, result):
+        for item in batch:
+            try:
+                item.res = self.client.resource(item.ref.api_version, item.ref.kind)
+            except UnknownKind:
+                if self.check:  # its CRD is in this list and was only dry-run
+                    item.action = CREATED
+                    result.record(item.ref, CREATED, "its CRD is created first")
+                    continue
+                self.client.forget()
+                try:
+                    item.res = self.client.resource(item.ref.api_version, item.ref.kind)
+                except UnknownKind as err:
+                    item.action = FAILED
+                    result.record(item.ref, FAILED, str(err))
+
+    def _owned_list(self, res, shared):
+        """kfocp's labelled objects of one kind, by (namespace, name); one LIST per kind and run."""
+        key = (res.api_version, res.kind, shared)
+        if key not in self._lists:
+            selector = o.patched_selector(self.instance) if shared else o.owner_selector(self.instance)
+            items = self.client.list(res, label_selector=selector)
+            for item in items:  # LIST items carry no apiVersion and kind
+                item["apiVersion"], item["kind"] = res.api_version, res.kind
+            self._lists[key] = dict((((i["metadata"].get("namespace") or ""), i["metadata"]["name"]), i)
+                                    for i in items)
+        return self._lists[key]
+
+    def _fetch(self, batch):
+        """Find the live state of every item: from the labelled LISTs, then existence of the rest."""
+        by_kind = {}
+        for item in batch:
+            if item.res is not None and item.action is None:
+                by_kind.setdefault((item.res, item.shared), []).append(item)
+        jobs = []
+        for (res, shared), kind_items in by_kind.items():
+            jobs.append((res, shared, kind_items))
+        self._pool(lambda job: self._fetch_kind(*job), jobs)
+
+    def _fetch_kind(self, res, shared, kind_items):
+        try:
+            live = self._owned_list(res, shared)
+        except KubeError as err:
+            if err.status not in (401, 403):
+                raise
+            return  # not allowed to list this kind cluster-wide: one GET per object instead
+        missing = []
+        for item in kind_items:
+            found = live.get((item.ref.namespace, item.ref.name))
+            if found is not None:
+                item.live, item.exists = found, True
+            else:
+                missing.append(item)
+        if len(missing) > _GET_LIMIT:
+            try:
+                names = set(((m["metadata"].get("namespace") or ""), m["metadata"]["name"])
+                            for m in self.client.list(res, metadata_only=True))
+            except KubeError:
+                return  # not allowed to list them all: one GET each, later
+            for item in missing:
+                item.exists = (item.ref.namespace, item.ref.name) in names
+
+    # ------------------------------------------------------------ applying one object
+
+    def _apply_one(self, item):
+        ref = item.ref
+        foreign = None
+        if item.exists is None or (item.exists and item.live is None):
+            current = self.client.get(item.res, ref.name, ref.namespace)
+            item.exists = current is not None
+            owned = current is not None and (o.patched_by(current, self.instance) if item.shared
+                                             else o.owned_by(current, self.instance))
+            if owned:
+                item.live = current
+            else:
+                foreign = current
+        if item.shared and not item.exists:
+            return FAILED, ("does not exist. kfocp only adds its fields to this object and never creates it; "
+                            "create it first (its owner normally does)")
+        if not item.shared and foreign is not None:
+            labels = (foreign.get("metadata") or {}).get("labels") or {}
+            if item.mode == o.ENSURE:
+                return SKIPPED, "exists and is not kfocp's: left as it is"
+            if not self.adopt:
+                who = ("kfocp instance %r" % labels[o.INSTANCE]) if labels.get(o.MANAGED_BY) == o.MANAGER \
+                    else "someone else"
+                return FAILED, ("already exists and was created by %s, so kfocp leaves it as it is. Delete it "
+                                "or rename yours, or set adopt: true to let this instance manage it" % who)
+        before = item.live if item.live is not None else foreign
+        if item.live is not None and o.up_to_date(item.live, item.obj):
+            return UNCHANGED, None
+        try:
+            manager = o.patch_manager(self.field_manager, item.set) if item.shared else self.field_manager
+            after = self.client.apply(item.res, item.obj, manager, force=self.force, dry_run=self.check)
+        except KubeError as err:
+            if self.check and err.status == 404 and not item.exists:
+                return CREATED, "would be created once its namespace exists"
+            if self.check and err.status == 409 and err.reason == "Conflict":
+                # a dry run reports what a real run would refuse to do, without failing
+                return CONFLICT, self._explain(err)
+            return FAILED, self._explain(err)
+        if not item.exists:
+            action = CREATED
+        elif self.check:
+            action = UPDATED if o.strip(after) != o.strip(before) else UNCHANGED
+        else:
+            old = (before or {}).get("metadata", {}).get("resourceVersion")
+            action = UPDATED if after["metadata"].get("resourceVersion") != old else UNCHANGED
+        if self.diff and action != UNCHANGED:
+            item.diff = (o.strip(before) if before else {}, o.strip(after))
+        return action, None
+
+    def _explain(self, err):
+        if err.status == 409 and err.reason == "Conflict":
+            fields = o.conflict_fields(err.body)
+            return ("fields owned by another field manager: %s. kfocp does not overwrite them: change them "
+                    "back, or set force: true to take them over" % ", ".join(fields or [str(err)]))
+        if err.status == 422:
+            return "rejected by the API server: %s" % "; ".join(o.invalid_fields(err.body) or [str(err)])
+        if err.status == 500 and err.body.get("message"):
+            return "rejected by the API server: %s" % err.body["message"]
+        if err.status == 403:
+            return "forbidden: %s" % err.body.get("message", err)
+        return str(err)
+
+    # ------------------------------------------------------------ deleting
+
+    def _delete_one(self, item):
+        ref = item.ref
+        live = self.client.get(item.res, ref.name, ref.namespace)
+        if live is None:
+            return UNCHANGED, None
+        if item.shared or (not o.owned_by(live, self.instance) and o.patched_by(live, self.instance)):
+            return self._release(item.res, live, item.set)
+        if not o.owned_by(live, self.instance):
+            return SKIPPED, "not created by this kfocp instance: left as it is"
+        return self._remove(item.res, live)
+
+    def _remove(self, res, live):
+        meta = live["metadata"]
+        try:
+            self.client.delete(res, meta["name"], meta.get("namespace"), dry_run=self.check)
+        except KubeError as err:
+            return FAILED, self._explain(err)
+        return DELETED, None
+
+    def _release(self, res, live, set_name=None):
+        """Give back the fields a set's shared patch put on an object (every set's, when
+        `set_name` is None): apply an empty configuration with that set's field manager, which
+        removes what only it owned."""
+        meta = live["metadata"]
+        empty = {"apiVersion": res.api_version, "kind": res.kind, "metadata": {"name": meta["name"]}}
+        if meta.get("namespace"):
+            empty["metadata"]["namespace"] = meta["namespace"]
+        sets = [set_name] if set_name else o.patch_sets(live, self.field_manager)
+        try:
+            for name in sets:
+                self.client.apply(res, empty, o.patch_manager(self.field_manager, name), dry_run=self.check)
+        except KubeError as err:
+            return FAILED, self._explain(err)
+        return RELEASED, None
+
+    def _scan_kinds(self):
+        """One served version of every kind that can be listed and deleted."""
+        seen = set()
+        kinds = []
+        for (api_version, kind), res in self.client.resources().items():
+            group = o.group_version(api_version)[0]
+            if (group, res.plural) in seen or (api_version, kind) in _NEVER_SCAN:
+                continue
+            if "list" in res.verbs and "delete" in res.verbs:
+                seen.add((group, res.plural))
+                kinds.append(res)
+        return kinds
+
+    def _delete_owned(self, wanted, result, set_name):
+        """Delete what kfocp owns in `set_name` (all sets when None) and is not `wanted`; release
+        what it patched there. Runs in reverse apply order."""
+        if result.errors:
+            return
+        doomed = []
+
+        def scan(res):
+            try:
+                owned = self.client.list(res, label_selector=o.owner_selector(self.instance, set_name))
+                patched = self.client.list(res, label_selector=o.patched_selector(self.instance))
+            except KubeError as err:
+                if err.status in (403, 404, 405, 503):
+                    return []
+                raise
+            found = []
+            # a patched object this instance also owns is deleted, not released; a patched one is
+            # released only for the sets in scope that patched it
+            owned_keys = set((x["metadata"].get("namespace"), x["metadata"]["name"]) for x in owned)
+            patched = [x for x in patched if (x["metadata"].get("namespace"), x["metadata"]["name"]) not in owned_keys
+                       and not o.owned_by(x, self.instance)
+                       and (set_name is None or set_name in o.patch_sets(x, self.field_manager))]
+            for live, shared in [(x, False) for x in owned] + [(x, True) for x in patched]:
+                live.setdefault("apiVersion", res.api_version)
+                live.setdefault("kind", res.kind)
+                key = o.ref(live)._replace(api_version=res.api_version, kind=res.kind)
+                if _unversioned(key) not in wanted:  # the same object, whichever version it was applied in
+                    found.append((res, live, shared))
+            return found
+
+        for found in self._pool(scan, self._scan_kinds()):
+            doomed.extend(found)
+        for phase in sorted(set(o.phase(entry[0].kind) for entry in doomed), reverse=True):
+            batch = [(res, live, shared) for res, live, shared in doomed if o.phase(res.kind) == phase]
+
+            def drop(entry):
+                res, live, shared = entry
+                action, message = self._release(res, live, set_name) if shared else self._remove(res, live)
+                return o.ref(live)._replace(api_version=res.api_version, kind=res.kind), action, message, res
+
+            for ref, action, message, res in self._pool(drop, batch):
+                result.record(ref, action, message)
+                if action == DELETED:
+                    self._deleted.append((res, ref))
+
+    def _wait_gone(self, result):
+        if self.check:
+            return
+        deadline = time.monotonic() + self.wait_timeout
+        pending = list(self._deleted)
+        while pending and time.monotonic() < deadline:
+            gone = self._pool(lambda entry: self.client.get(entry[0], entry[1].name, entry[1].namespace) is None,
+                              pending)
+            pending = [entry for entry, done in zip(pending, gone) if not done]
+            if pending:
+                time.sleep(0.5)
+        if pending:
+            names = ", ".join(o.describe(entry[1]) for entry in pending[:10])
+            raise ApplyError("still present %ds after deletion: %s (namespaces wait for their contents and "
+                             "finalizers)" % (self.wait_timeout, names), result)
+
+    # ------------------------------------------------------------ CRDs
+
+    def _crds_ready(self, crd_items):
+        if self.check or not crd_items:
+            return
+        res = crd_items[0].res
+        deadline = time.monotonic() + self.wait_timeout
+        pending = [item.ref.name for item in crd_items]
+        while pending:
+            states = self._pool(lambda name: self.client.get(res, name), pending)
+            pending = [name for name, crd in zip(pending, states) if not _established(crd)]
+            if not pending:
+                break
+            if time.monotonic() > deadline:
+                raise ApplyError("CRDs not Established after %ds: %s" % (self.wait_timeout, ", ".join(pending)))
+            time.sleep(0.2)
+        self.client.forget()
+
+    # ------------------------------------------------------------ plumbing
+
+    def _map(self, func, items, result):
+        def run(item):
+            try:
+                action, message = func(item)
+            except KubeError as err:
+                action, message = FAILED, self._explain(err)
+            return item, action, message
+
+        for item, action, message in self._pool(run, items):
+            item.action = action
+            result.record(item.ref, action, message)
+            if item.diff is not None:
+                before, after = item.diff
+                result.diffs.append({"before_header": o.describe(item.ref), "after_header": o.describe(item.ref),
+                                     "before": before, "after": after})
+
+    def _pool(self, func, items):
+        items = list(items)
+        if len(items) <= 1 or self.concurrency == 1:
+            return [func(item) for item in items]
+        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(items))) as pool:
+            return list(pool.map(func, items))
+
+    def _finish(self, result):
+        result.warnings = sorted(self.client.warnings)
+
+    def _summary(self, prefix, result):
+        if self.client.unreachable:
+            return "%s: %s; %d object(s) were not applied" % (prefix, self.client.unreachable, len(result.errors))
+        shown = result.errors[:20]
+        more = len(result.errors) - len(shown)
+        tail = " (and %d more)" % more if more else ""
+        return "%s for %d object(s): %s%s" % (prefix, len(result.errors), "; ".join(shown), tail)
+
+
+def _unversioned(ref):
+    return (o.group_version(ref.api_version)[0], ref.kind, ref.namespace, ref.name)
+
+
+def _established(crd):
+    for cond in ((crd or {}).get("status") or {}).get("conditions") or []:
+        if cond.get("type") == "Established" and cond.get("status") == "True":
+            return True
+    return False

@@ -1,0 +1,289 @@
+# -*- coding: utf-8 -*-
+# Copyright: kfocp contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Fetch a kustomize manifests tree (git, directory or tarball), build components with
+`kubectl kustomize`, and write rendered objects to a directory for GitOps.
+
+This is the I/O side of the components role; the transforms are pure functions in
+builders/manifests.py. Every failure is a SourceError whose message names the component, the
+path and the fix.
+"""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import glob
+import os
+import re
+import shutil
+import subprocess
+import tarfile
+import tempfile
+
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.objects import phase
+
+try:
+    import yaml
+    HAS_YAML = True
+except ImportError:  # the modules report it with missing_required_lib
+    HAS_YAML = False
+if HAS_YAML:
+    _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    _Dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+
+KUSTOMIZATION_FILES = ("kustomization.yaml", "kustomization.yml", "Kustomization")
+GENERATED = "# Written by kfocp.kubeflow.write_manifests; files listed here are replaced on each run.\n"
+
+
+class SourceError(Exception):
+    """The manifests source or a component's build failed; the message says which and why."""
+
+
+# ---------------------------------------------------------------- kubectl
+
+def find_kubectl(explicit=None):
+    """kubectl to run `kubectl kustomize` with: the given path, kubectl on PATH, or the one the
+    local control plane built (~/.cache/kfocp/bin/<version>/kubectl)."""
+    if explicit:
+        if not (os.path.isfile(explicit) and os.access(explicit, os.X_OK)):
+            raise SourceError("kubectl %r is not an executable file. Give the path of kubectl (1.27 or newer, "
+                              "kustomize v5 built in), or leave it empty to use the one on PATH" % explicit)
+        return explicit
+    found = shutil.which("kubectl")
+    if found:
+        return found
+    base = os.environ.get("KFOCP_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "kfocp")
+    cached = sorted(glob.glob(os.path.join(base, "bin", "v*", "kubectl")))
+    if cached:
+        return cached[-1]
+    raise SourceError("no kubectl found: not on PATH and not in %s/bin/<version>/. Install kubectl (kustomize v5 "
+                      "is built in) or set components_kubectl to its path" % base)
+
+
+# ---------------------------------------------------------------- sources
+
+def _run(cmd, cwd=None, timeout=600):
+    try:
+        proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False,
+                              env=dict(os.environ, GIT_TERMINAL_PROMPT="0"))
+    except subprocess.TimeoutExpired:
+        raise SourceError("%s did not finish within %ds" % (" ".join(cmd[:3]), timeout))
+    except OSError as err:
+        raise SourceError("cannot run %s: %s" % (cmd[0], err))
+    return proc
+
+
+def fetch_git(url, ref, dest, timeout=600):
+    """Clone `url` at `ref` (a branch, tag or commit) into `dest`; return the commit."""
+    if not url:
+        raise SourceError("components_git_url: is required with components_source: git. Give the repository URL, "
+                          "for example https://github.com/kubeflow/manifests.git")
+    if not shutil.which("git"):
+        raise SourceError("git is not on PATH: install git, or use components_source: dir or tarball")
+    ref = ref or "HEAD"
+    if ref != "HEAD":
+        shallow = _run(["git", "clone", "--quiet", "--depth", "1", "--branch", ref, url, dest], timeout=timeout)
+        if shallow.returncode == 0:
+            return _head(dest)
+        shutil.rmtree(dest, ignore_errors=True)
+    full = _run(["git", "clone", "--quiet", url, dest], timeout=timeout)
+    if full.returncode:
+        raise SourceError("git clone of %s failed: %s. Check components_git_url and your access to it"
+                          % (url, full.stderr.strip()[-1000:]))
+    if ref != "HEAD":
+        checkout = _run(["git", "checkout", "--quiet", "--detach", ref], cwd=dest)
+        if checkout.returncode:
+            raise SourceError("components_git_ref: %r is not a branch, tag or commit of %s (%s). Give an existing "
+                              "release tag such as v1.10.2" % (ref, url, checkout.stderr.strip()[-500:]))
+    return _head(dest)
+
+
+def _head(dest):
+    proc = _run(["git", "rev-parse", "HEAD"], cwd=dest)
+    return proc.stdout.strip()
+
+
+def extract_tarball(path, dest):
+    """Unpack a tarball of the manifests tree into `dest`; return the tree's root (the only
+    top-level directory when there is exactly one, as in GitHub's release archives)."""
+    if not path or not os.path.isfile(path):
+        raise SourceError("components_tarball: %r is not a file. Give the path of a .tar.gz of the manifests tree "
+                          "on the host that runs the role" % (path,))
+    try:
+        with tarfile.open(path) as archive:
+            root = os.path.realpath(dest)
+            for member in archive.getmembers():
+                target = os.path.realpath(os.path.join(dest, member.name))
+                if not (target == root or target.startswith(root + os.sep)) or member.issym() and \
+                        os.path.isabs(member.linkname) or member.isdev():
+                    raise SourceError("components_tarball: %s holds %r, which points outside the tree. Use an "
+                                      "archive of the manifests tree only" % (path, member.name))
+            archive.extractall(dest)
+    except (tarfile.TarError, EOFError, OSError) as err:
+        raise SourceError("components_tarball: %s is not a readable tar archive (%s)" % (path, err))
+    entries = [e for e in os.listdir(dest) if not e.startswith(".")]
+    if len(entries) == 1 and os.path.isdir(os.path.join(dest, entries[0])):
+        return os.path.join(dest, entries[0])
+    return dest
+
+
+def fetch(params, workdir):
+    """The manifests tree's root directory and a description of the source."""
+    kind = params.get("source") or "dir"
+    if kind == "git":
+        dest = os.path.join(workdir, "manifests")
+        commit = fetch_git(params.get("git_url"), params.get("git_ref"), dest, params.get("timeout") or 600)
+        root, info = dest, {"type": "git", "url": params.get("git_url"), "ref": params.get("git_ref"), "commit": commit}
+    elif kind == "tarball":
+        dest = os.path.join(workdir, "manifests")
+        os.makedirs(dest)
+        root = extract_tarball(params.get("tarball"), dest)
+        info = {"type": "tarball", "path": params.get("tarball")}
+    elif kind == "dir":
+        root = params.get("dir")
+        if not root or not os.path.isdir(root):
+            raise SourceError("components_dir: %r is not a directory. Give the path of a kubeflow/manifests "
+                              "checkout on the host that runs the role" % (root,))
+        info = {"type": "dir", "path": root}
+    else:
+        raise SourceError("components_source: %r is not git, dir or tarball" % (kind,))
+    if params.get("subdir"):
+        root = os.path.join(root, params["subdir"])
+        if not os.path.isdir(root):
+            raise SourceError("components_subdir: %r is not a directory of the manifests source" % params["subdir"])
+    return root, info
+
+
+# ---------------------------------------------------------------- building
+
+def _malformed_file(root, base, message):
+    """The path (relative to the tree) of the file kustomize found malformed, with YAML's own
+    account of the problem; kustomize names the file by its base name only."""
+    match = re.search(r"in File: ([^\s\"']+)", message)
+    name = os.path.basename(match.group(1)) if match else None
+    for directory in ([base] if base else []) + [root]:
+        for dirpath, dirnames, filenames in os.walk(directory):
+            dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+            for filename in filenames:
+                if not filename.endswith((".yaml", ".yml")) or (name and filename != name):
+                    continue
+                path = os.path.join(dirpath, filename)
+                try:
+                    with open(path) as handle:
+                        list(yaml.load_all(handle, Loader=_Loader))
+                except yaml.YAMLError as err:
+                    return "%s (%s)" % (os.path.relpath(path, root), " ".join(str(err).split()))
+                except (OSError, UnicodeDecodeError):
+                    continue
+    return None
+
+
+def build_path(kubectl, root, component, path, timeout=300):
+    """The objects `kubectl kustomize <root>/<path>` renders."""
+    where = os.path.join(root, path)
+    if not os.path.isdir(where):
+        raise SourceError("component %s: path %s does not exist in the manifests source. Check components_catalog.%s "
+                          "against the release's layout (applications/<x>/upstream/...)" % (component, path, component))
+    if not any(os.path.isfile(os.path.join(where, name)) for name in KUSTOMIZATION_FILES):
+        raise SourceError("component %s: %s has no kustomization (kustomization.yaml, kustomization.yml or "
+                          "Kustomization). Point components_catalog.%s at a kustomize directory"
+                          % (component, path, component))
+    try:
+        proc = subprocess.run([kubectl, "kustomize", where], capture_output=True, text=True, timeout=timeout,
+                              check=False)
+    except subprocess.TimeoutExpired:
+        raise SourceError("component %s: kubectl kustomize %s did not finish within %ds" % (component, path, timeout))
+    if proc.returncode:
+        message = proc.stderr.strip()
+        bad = _malformed_file(root, where, message) if "MalformedYAML" in message or "yaml:" in message else None
+        tail = ("; malformed YAML in %s" % bad) if bad else ""
+        raise SourceError("component %s: kustomize build of %s failed: %s%s" % (component, path, message[-2000:], tail))
+    try:
+        docs = list(yaml.load_all(proc.stdout, Loader=_Loader))
+    except yaml.YAMLError as err:
+        raise SourceError("component %s: kustomize printed YAML that does not parse: %s" % (component, err))
+    return [doc for doc in docs if isinstance(doc, dict) and doc]
+
+
+def build(params):
+    """{component: [objects]} for every component in params['components'] ({name: [paths]}),
+    and the source's description."""
+    kubectl = find_kubectl(params.get("kubectl"))
+    workdir = tempfile.mkdtemp(prefix="kfocp-manifests-")
+    try:
+        root, info = fetch(params, workdir)
+        rendered = {}
+        for component in sorted(params.get("components") or {}):
+            objs = []
+            for path in params["components"][component]:
+                objs.extend(build_path(kubectl, root, component, path, params.get("timeout") or 300))
+            rendered[component] = objs
+        info["kubectl"] = kubectl
+        return rendered, info
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+# ---------------------------------------------------------------- writing for GitOps
+
+_SAFE = re.compile(r"[^a-z0-9.-]+")
+
+
+def file_name(obj):
+    meta = obj.get("metadata") or {}
+    group = (obj.get("apiVersion") or "").split("/")[0] if "/" in (obj.get("apiVersion") or "") else "core"
+    parts = [obj.get("kind", ""), group, meta.get("namespace") or "cluster", meta.get("name", "")]
+    return "_".join(_SAFE.sub("-", p.lower()).strip("-") for p in parts) + ".yaml"
+
+
+def dump(obj):
+    return yaml.dump(obj, Dumper=_Dumper, default_flow_style=False, sort_keys=True)
+
+
+def write(dest, objs, check_mode=False):
+    """Write one file per object and a kustomization.yaml listing them, in apply order; remove
+    files an earlier run wrote and this one does not. Returns (changed files, removed files)."""
+    wanted = {}
+    order = []
+    for obj in sorted(objs, key=lambda o: phase(o.get("kind") or "")):
+        name = file_name(obj)
+        if name in wanted:
+            raise SourceError("two objects would be written to %s: %s %s" % (name, obj.get("kind"),
+                                                                             (obj.get("metadata") or {}).get("name")))
+        wanted[name] = dump(obj)
+        order.append(name)
+    kustomization = GENERATED + dump({"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
+                                      "resources": order})
+    previous = []
+    index = os.path.join(dest, "kustomization.yaml")
+    if os.path.isfile(index):
+        with open(index) as handle:
+            text = handle.read()
+        if not text.startswith(GENERATED):
+            raise SourceError("components_render_dir: %s holds a kustomization.yaml that kfocp did not write. Give "
+                              "an empty directory, or one kfocp rendered into before" % dest)
+        previous = (yaml.safe_load(text) or {}).get("resources") or []
+    elif os.path.isdir(dest) and [e for e in os.listdir(dest) if not e.startswith(".")]:
+        raise SourceError("components_render_dir: %s is not empty and was not written by kfocp. Give an empty "
+                          "directory, or one kfocp rendered into before" % dest)
+    changed, removed = [], []
+    for name, text in list(wanted.items()) + [("kustomization.yaml", kustomization)]:
+        path = os.path.join(dest, name)
+        current = None
+        if os.path.isfile(path):
+            with open(path) as handle:
+                current = handle.read()
+        if current != text:
+            changed.append(name)
+            if not check_mode:
+                os.makedirs(dest, exist_ok=True)
+                with open(path + ".tmp", "w") as handle:
+                    handle.write(text)
+                os.replace(path + ".tmp", path)
+    for name in previous:
+        if name not in wanted and os.path.basename(name) == name and os.path.isfile(os.path.join(dest, name)):
+            removed.append(name)
+            if not check_mode:
+                os.remove(os.path.join(dest, name))
+    return changed, removed

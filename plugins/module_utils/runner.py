@@ -1,0 +1,40 @@
+# -*- coding: utf-8 -*-
+# Copyright: kfocp contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Runs the apply engine for a module: decides the operation from the options and turns every
+failure into a message, never a traceback."""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import Client, KubeError
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.engine import ApplyError, Engine
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.objects import DefinitionError
+
+
+def engine_from(params, auth, check_mode=False, diff=False):
+    client = Client.from_params(auth, pool_size=params.get("concurrency") or 16)
+    return Engine(client, instance=params.get("instance") or "kfocp", set_name=params.get("set"),
+                  field_manager=params.get("field_manager") or "kfocp", force=params.get("force", False),
+                  adopt=params.get("adopt", False), check_mode=check_mode, diff=diff,
+                  concurrency=params.get("concurrency") or 16, wait_timeout=params.get("wait_timeout") or 120)
+
+
+def run_engine(params, auth, check_mode=False, diff=False):
+    """Return (module result, error message or None)."""
+    report = params.get("report") or "changed"
+    try:
+        engine = engine_from(params, auth, check_mode, diff)
+        if params.get("state", "present") == "absent":
+            if params.get("definitions"):
+                result = engine.delete(params["definitions"], wait=params.get("wait", False))
+            else:
+                result = engine.delete_all(params.get("set"), wait=params.get("wait", False))
+        else:
+            result = engine.apply(params.get("definitions") or [], prune=params.get("prune", False))
+        return result.as_dict(report), None
+    except ApplyError as err:
+        out = err.result.as_dict(report) if err.result is not None else {"changed": False}
+        return out, str(err)
+    except (DefinitionError, KubeError) as err:
+        return {"changed": False}, str(err)

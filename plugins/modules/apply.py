@@ -1,0 +1,162 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: kfocp contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: apply
+short_description: Apply, prune or delete a list of Kubernetes objects with server-side apply
+version_added: 0.1.0
+description:
+  - Applies every object of O(definitions) in one task with server-side apply (field manager
+    C(kfocp)), concurrently, in phases - CustomResourceDefinitions first (then waits until they
+    are Established), Namespaces, everything else, and admission webhook configurations last.
+  - Labels every object it creates with C(app.kubernetes.io/managed-by=kfocp),
+    C(app.kubernetes.io/part-of=kfocp), C(kfocp.io/instance=<instance>) and C(kfocp.io/set=<set>).
+  - Reports C(changed) exactly. An object whose desired state is unchanged since it was last
+    applied, and whose fields still hold their values, costs no API request.
+  - Never deletes or overwrites what it did not create. An object that exists without this
+    instance's labels is an error unless O(adopt=true). A field owned by another field manager is
+    an error unless O(force=true).
+  - An object with the annotation C(kfocp.io/ownership=shared) belongs to someone else. The
+    module only adds its fields to it, never creates or deletes it, and gives its fields back
+    when the object leaves the desired state or on O(state=absent).
+author: kfocp contributors (@kfocp)
+extends_documentation_fragment:
+  - kfocp.kubeflow.auth
+options:
+  definitions:
+    description:
+      - The desired objects. Each needs C(apiVersion), C(kind) and C(metadata.name), and
+        C(metadata.namespace) when its kind is namespaced.
+      - With O(state=absent), the objects to delete. When empty, everything this O(instance)
+        owns in O(set) (or in every set, when O(set) is not given) is deleted.
+    type: list
+    elements: dict
+    default: []
+  state:
+    description: C(present) applies, C(absent) deletes.
+    type: str
+    choices: [present, absent]
+    default: present
+  instance:
+    description:
+      - The install these objects belong to, kept in the C(kfocp.io/instance) label, so that two
+        installs never prune each other.
+    type: str
+    default: kfocp
+  set:
+    description:
+      - A name for this group of objects, kept in the C(kfocp.io/set) label. Prune works within a
+        set. Roles use their own name.
+    type: str
+  prune:
+    description: Delete objects of this O(instance) and O(set) that are no longer in O(definitions).
+    type: bool
+    default: false
+  force:
+    description: Take over fields that another field manager owns, instead of failing.
+    type: bool
+    default: false
+  adopt:
+    description: Manage an existing object that this instance did not create, instead of failing.
+    type: bool
+    default: false
+  wait:
+    description: With O(state=absent), wait until the deleted objects are gone.
+    type: bool
+    default: false
+  wait_timeout:
+    description: Seconds to wait for CRDs to be Established, or for deletions with O(wait).
+    type: int
+    default: 120
+  concurrency:
+    description: How many API requests are in flight at once.
+    type: int
+    default: 16
+  field_manager:
+    description: The server-side apply field manager.
+    type: str
+    default: kfocp
+  report:
+    description: Which objects to list in RV(objects) - C(changed) ones, or C(all).
+    type: str
+    choices: [changed, all]
+    default: changed
+notes:
+  - Check mode sends every change as a server-side dry run, so the API server still validates it.
+  - Diff mode returns the before and after of every changed object.
+"""
+
+EXAMPLES = r"""
+- name: Grant the anyuid SCC to a service account
+  kfocp.kubeflow.apply:
+    set: scc
+    prune: true
+    definitions:
+      - apiVersion: rbac.authorization.k8s.io/v1
+        kind: RoleBinding
+        metadata:
+          name: kfocp-scc-anyuid-istio-ingressgateway
+          namespace: kubeflow-mesh
+        roleRef:
+          apiGroup: rbac.authorization.k8s.io
+          kind: ClusterRole
+          name: system:openshift:scc:anyuid
+        subjects:
+          - kind: ServiceAccount
+            name: istio-ingressgateway
+            namespace: kubeflow-mesh
+
+- name: Remove everything the scc set created
+  kfocp.kubeflow.apply:
+    state: absent
+    set: scc
+"""
+
+RETURN = r"""
+summary:
+  description: How many objects were created, updated, unchanged, deleted, released, skipped, failed, or (in check mode) in conflict with another field manager.
+  returned: always
+  type: dict
+  sample: {created: 2, updated: 0, unchanged: 40, deleted: 1, released: 0, skipped: 0, failed: 0, conflict: 0}
+objects:
+  description: One entry per object that was not unchanged (all of them with O(report=all)).
+  returned: always
+  type: list
+  elements: dict
+  sample: [{apiVersion: v1, kind: Namespace, name: team-a, action: created}]
+api_warnings:
+  description: Warnings the API server returned (deprecated APIs, unknown fields).
+  returned: when there were any
+  type: list
+  elements: str
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.args import (
+    AUTH_ARGS, ENGINE_ARGS, argspec, auth_params)
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.runner import run_engine
+
+
+def main():
+    spec = argspec(AUTH_ARGS, ENGINE_ARGS, {
+        "definitions": {"type": "list", "elements": "dict", "default": []},
+        "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
+        "prune": {"type": "bool", "default": False},
+        "wait": {"type": "bool", "default": False},
+        "report": {"type": "str", "choices": ["changed", "all"], "default": "changed"},
+    })
+    module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
+    result, error = run_engine(module.params, auth_params(module.params), module.check_mode, module._diff)
+    if error:
+        module.fail_json(msg=error, **result)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,294 @@
+"""Test helpers: run playbooks through ansible-runner, read the API, and play the part of
+external operators (OLM, the mesh operator) by writing the status they would write."""
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+COLLECTIONS = ROOT / ".cache" / "collections"
+PLAYBOOKS = ROOT / "playbooks"
+
+
+class PlaybookResult:
+    def __init__(self, rc, stats, events, stdout):
+        self.rc = rc
+        self.stats = stats or {}
+        self.events = events
+        self.stdout = stdout
+
+    def count(self, what, host="local"):
+        return (self.stats.get(what) or {}).get(host, 0)
+
+    @property
+    def changed(self):
+        return sum((self.stats.get("changed") or {}).values())
+
+    @property
+    def failed(self):
+        return self.rc != 0
+
+    def task_results(self, module_suffix="apply"):
+        """The results of every task whose action ends with `module_suffix`."""
+        found = []
+        for event in self.events:
+            data = event.get("event_data") or {}
+            if event.get("event") in ("runner_on_ok", "runner_on_failed") and \
+                    str(data.get("task_action", "")).endswith(module_suffix):
+                found.append(data.get("res") or {})
+        return found
+
+
+def ansible_env(control_plane=None, extra=None):
+    env = dict(os.environ)
+    env.update({
+        "ANSIBLE_COLLECTIONS_PATH": str(COLLECTIONS),
+        "ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"),
+        "ANSIBLE_NOCOLOR": "1",
+        "ANSIBLE_DEPRECATION_WARNINGS": "0",
+        "PATH": os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", ""),
+    })
+    if control_plane is not None:
+        env["KFOCP_KUBECONFIG"] = str(control_plane.kubeconfig)
+    env.update(extra or {})
+    return env
+
+
+def run_playbook(control_plane, name, extravars, workdir, check=False, diff=False, inventory=None,
+                 env=None, verbosity=0, limit=None):
+    """Run playbooks/<name>.yml with ansible-runner against the local inventory."""
+    import ansible_runner
+
+    playbook = name if os.path.isabs(name) else str(PLAYBOOKS / (name if name.endswith(".yml") else name + ".yml"))
+    cmdline = []
+    if check:
+        cmdline.append("--check")
+    if diff:
+        cmdline.append("--diff")
+    if limit:
+        cmdline += ["--limit", limit]
+    private = Path(workdir) / ("runner-%d" % int(time.monotonic() * 1000))
+    private.mkdir(parents=True, exist_ok=True)
+    runner = ansible_runner.run(
+        private_data_dir=str(private), playbook=playbook,
+        inventory=str(inventory or ROOT / "inventories" / "local" / "hosts.yml"),
+        extravars=extravars, envvars=ansible_env(control_plane, env), cmdline=" ".join(cmdline) or None,
+        quiet=True, verbosity=verbosity, project_dir=str(ROOT))
+    stdout = runner.stdout.read() if runner.stdout else ""
+    return PlaybookResult(runner.rc, runner.stats, list(runner.events), stdout)
+
+
+def wait_for(predicate, timeout=30, interval=0.2, what="condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError("timed out after %ss waiting for %s" % (timeout, what))
+
+
+def python():
+    return sys.executable
+
+
+def kubectl(control_plane, *args, check=True):
+    return control_plane.kubectl(*args, check=check)
+
+
+# ---------------------------------------------------------------- the Kubeflow profile controller's part
+
+PROFILE_NAMESPACE_LABELS = {"app.kubernetes.io/part-of": "kubeflow-profile", "istio-injection": "enabled"}
+
+
+def profile_controller_objects(profile, labels=None):
+    """What Kubeflow's profile controller creates for one Profile: the namespace (labelled, with
+    the owner annotation, owned by the Profile), the default-editor and default-viewer service
+    accounts, the owner's admin RoleBinding, the owner's AuthorizationPolicy and, when the
+    Profile has spec.resourceQuotaSpec.hard, the ResourceQuota kf-resource-quota."""
+    meta, spec = profile["metadata"], profile.get("spec") or {}
+    name, owner = meta["name"], spec.get("owner") or {}
+    ref = {"apiVersion": "kubeflow.org/v1", "kind": "Profile", "name": name, "uid": meta["uid"],
+           "controller": True, "blockOwnerDeletion": True}
+    objs = [{"apiVersion": "v1", "kind": "Namespace",
+             "metadata": {"name": name, "labels": dict(PROFILE_NAMESPACE_LABELS, **(labels or {})),
+                          "annotations": {"owner": owner.get("name", "")}, "ownerReferences": [ref]}}]
+    for account, role in (("default-editor", "kubeflow-edit"), ("default-viewer", "kubeflow-view")):
+        objs.append({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": account, "namespace": name}})
+        objs.append({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                     "metadata": {"name": account, "namespace": name},
+                     "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+                     "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": name}]})
+    objs.append({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                 "metadata": {"name": "namespaceAdmin", "namespace": name,
+                              "annotations": {"user": owner.get("name", ""), "role": "admin"}},
+                 "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "kubeflow-admin"},
+                 "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": owner.get("kind", "User"),
+                               "name": owner.get("name", "")}]})
+    objs.append({"apiVersion": "security.istio.io/v1beta1", "kind": "AuthorizationPolicy",
+                 "metadata": {"name": "ns-owner-access-istio", "namespace": name},
+                 "spec": {"rules": [{"when": [{"key": "request.headers[kubeflow-userid]",
+                                               "values": [owner.get("name", "")]}]}]}})
+    hard = (spec.get("resourceQuotaSpec") or {}).get("hard")
+    if hard:
+        objs.append({"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "kf-resource-quota", "namespace": name},
+                     "spec": {"hard": dict(hard)}})
+    return objs
+
+
+def play_profile_controller(control_plane, names=None, labels=None):
+    """Do what Kubeflow's profile controller does for every Profile (or those in `names`): the
+    controller itself cannot be built here, so this writes the objects it would write, with its
+    field manager. `labels` are the extra namespace labels of its namespace-labels file. Returns
+    the names of the profiles handled."""
+    import json as _json
+    out = control_plane.kubectl("get", "profiles.kubeflow.org", "-o", "json")
+    profiles = [p for p in _json.loads(out.stdout)["items"]
+                if (names is None or p["metadata"]["name"] in names) and not p["metadata"].get("deletionTimestamp")]
+    objs = [obj for p in profiles for obj in profile_controller_objects(p, labels)]
+    ordered = [o for o in objs if o["kind"] == "Namespace"] + [o for o in objs if o["kind"] != "Namespace"]
+    for start in range(0, len(ordered), 2000):
+        body = {"apiVersion": "v1", "kind": "List", "items": ordered[start:start + 2000]}
+        control_plane.kubectl("apply", "--server-side", "--field-manager=profile-controller", "-f", "-",
+                              input=_json.dumps(body))
+    return [p["metadata"]["name"] for p in profiles]
+
+
+# ---------------------------------------------------------------- playing OLM and the mesh operators
+# On a real cluster OLM installs an operator's CSV and the mesh operator reports its control plane
+# Ready. The local control plane runs neither, so tests write the objects and status they would.
+
+def _status_path(kube, res, name, namespace=None):
+    return kube.path(res, namespace, name) + "/status"
+
+
+def ensure_namespace(kube, name, labels=None):
+    """Create a namespace as someone other than kfocp would (OpenShift's openshift-operators, say)."""
+    res = kube.resource("v1", "Namespace")
+    body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": dict(labels or {})}}
+    return kube.apply(res, body, "cluster-admin-test", force=True)
+
+
+def play_olm_csv_succeeded(kube, namespace, package, csv_name=None, phase="Succeeded"):
+    """Write the ClusterServiceVersion OLM installs for `package` in `namespace`, with OLM's
+    operators.coreos.com/<package>.<namespace> label, and mark it `phase` as OLM would."""
+    res = kube.resource("operators.coreos.com/v1alpha1", "ClusterServiceVersion")
+    csv_name = csv_name or "%s.v1.0.0" % package
+    body = {"apiVersion": "operators.coreos.com/v1alpha1", "kind": "ClusterServiceVersion",
+            "metadata": {"name": csv_name, "namespace": namespace,
+                         "labels": {"operators.coreos.com/%s.%s" % (package, namespace): ""}},
+            "spec": {"displayName": package, "install": {"strategy": "deployment"}}}
+    kube.apply(res, body, "olm", force=True)
+    status = {"apiVersion": body["apiVersion"], "kind": body["kind"],
+              "metadata": {"name": csv_name, "namespace": namespace},
+              "status": {"phase": phase, "reason": "InstallSucceeded" if phase == "Succeeded" else "Installing",
+                         "message": "install strategy completed with no errors"}}
+    kube.request("PATCH", _status_path(kube, res, csv_name, namespace), query={"fieldManager": "olm", "force": "true"},
+                 body=status, content_type="application/apply-patch+yaml")
+    return csv_name
+
+
+def play_mesh_ready(kube, api_version, kind, name, namespace=None, timeout=120, manager="mesh-operator"):
+    """Wait until the mesh object (ServiceMeshControlPlane, Istio, ...) exists, then report it Ready
+    as its operator would. Returns True when it was marked, False on timeout."""
+    res = kube.resource(api_version, kind)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if kube.get(res, name, namespace) is not None:
+            meta = {"name": name}
+            if namespace:
+                meta["namespace"] = namespace
+            status = {"apiVersion": api_version, "kind": kind, "metadata": meta,
+                      "status": {"conditions": [{"type": "Ready", "status": "True", "reason": "ComponentsReady",
+                                                 "message": "All component deployments are Available",
+                                                 "lastTransitionTime": time.strftime("%Y-%m-%dT%H:%M:%SZ",
+                                                                                     time.gmtime())}]}}
+            kube.request("PATCH", _status_path(kube, res, name, namespace),
+                         query={"fieldManager": manager, "force": "true"}, body=status,
+                         content_type="application/apply-patch+yaml")
+            return True
+        time.sleep(0.3)
+    return False
+
+
+def in_background(func, *args, **kwargs):
+    """Run func(*args, **kwargs) in a daemon thread (an operator acting while a playbook runs)."""
+    import threading
+    thread = threading.Thread(target=func, args=args, kwargs=kwargs, daemon=True)
+    thread.start()
+    return thread
+
+
+def _main(argv=None):
+    """Command line for molecule scenarios: play OLM or a mesh operator against a kubeconfig."""
+    import argparse
+    sys.path.insert(0, str(COLLECTIONS))
+    from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import Client
+    parser = argparse.ArgumentParser(description=_main.__doc__)
+    parser.add_argument("--kubeconfig", required=True)
+    sub = parser.add_subparsers(dest="command", required=True)
+    csv = sub.add_parser("play-olm-csv-succeeded")
+    csv.add_argument("--namespace", required=True)
+    csv.add_argument("--package", required=True)
+    ready = sub.add_parser("play-mesh-ready")
+    ready.add_argument("--api-version", required=True)
+    ready.add_argument("--kind", required=True)
+    ready.add_argument("--name", required=True)
+    ready.add_argument("--namespace")
+    ready.add_argument("--timeout", type=float, default=300)
+    args = parser.parse_args(argv)
+    kube = Client.from_params({"kubeconfig": args.kubeconfig})
+    if args.command == "play-olm-csv-succeeded":
+        ensure_namespace(kube, args.namespace)
+        print(play_olm_csv_succeeded(kube, args.namespace, args.package))
+        return 0
+    return 0 if play_mesh_ready(kube, args.api_version, args.kind, args.name, args.namespace, args.timeout) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(_main())
+
+
+def only_roles(*keep):
+    """Extravars that turn off every role of site.yml except `keep` (kfocp_<role>_enabled: false)."""
+    import yaml
+    roles = []
+    for play in yaml.safe_load((PLAYBOOKS / "site.yml").read_text()):
+        for entry in play.get("roles") or []:
+            name = entry["role"] if isinstance(entry, dict) else entry
+            roles.append(name.split(".")[-1])
+    return dict(("kfocp_%s_enabled" % role, False) for role in roles if role not in keep)
+
+
+# ---------------------------------------------------------------- playing the installer's machine API
+_PROVIDERS = {"aws": ("AWSMachineProviderConfig", "instanceType", "m6i.xlarge"),
+              "azure": ("AzureMachineProviderSpec", "vmSize", "Standard_D4s_v3"),
+              "gcp": ("GCPMachineProviderSpec", "machineType", "n2-standard-4")}
+
+
+def play_installer_worker_machineset(kube, name="ci-x1-worker-a", cloud="aws", infra="ci-x1", replicas=2):
+    """Write a worker MachineSet in openshift-machine-api as an installer-provisioned cluster has
+    one per zone (the namespace too, when missing). Returns the MachineSet."""
+    ensure_namespace(kube, "openshift-machine-api")
+    kind, field, value = _PROVIDERS[cloud]
+    labels = {"machine.openshift.io/cluster-api-cluster": infra}
+    template_labels = dict(labels, **{"machine.openshift.io/cluster-api-machine-role": "worker",
+                                      "machine.openshift.io/cluster-api-machine-type": "worker",
+                                      "machine.openshift.io/cluster-api-machineset": name})
+    body = {"apiVersion": "machine.openshift.io/v1beta1", "kind": "MachineSet",
+            "metadata": {"name": name, "namespace": "openshift-machine-api", "labels": labels},
+            "spec": {"replicas": replicas,
+                     "selector": {"matchLabels": dict(labels, **{"machine.openshift.io/cluster-api-machineset": name})},
+                     "template": {"metadata": {"labels": template_labels},
+                                  "spec": {"metadata": {"labels": {"node-role.kubernetes.io/worker": ""}},
+                                           "providerSpec": {"value": {"kind": kind, "apiVersion": "machine.openshift.io/v1beta1",
+                                                                      field: value, "zone": "zone-a"}}}}}}
+    return kube.apply(kube.resource("machine.openshift.io/v1beta1", "MachineSet"), body, "openshift-installer", force=True)
+
+
+def play_autoscaler_scale(kube, name, replicas, namespace="openshift-machine-api"):
+    """Change a MachineSet's replicas through its scale subresource, as the cluster autoscaler does."""
+    res = kube.resource("machine.openshift.io/v1beta1", "MachineSet")
+    body = {"spec": {"replicas": replicas}}
+    return kube.request("PATCH", kube.path(res, namespace, name) + "/scale", query={"fieldManager": "cluster-autoscaler"},
+                        body=body, content_type="application/merge-patch+json")

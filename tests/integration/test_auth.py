@@ -1,0 +1,65 @@
+"""The auth role after the service_mesh role, against the real API server."""
+import base64
+
+from helpers import ROOT
+
+ROLES = str(ROOT / "tests" / "fixtures" / "playbooks" / "roles.yml")
+
+
+def get(kube, api_version, kind, name, namespace=None):
+    return kube.get(kube.resource(api_version, kind), name, namespace)
+
+
+def auth_vars(instance, **more):
+    extra = {"kfocp_instance": instance, "kfocp_roles": ["kfocp.kubeflow.service_mesh", "kfocp.kubeflow.auth"],
+             "service_mesh_flavour": "ossm2", "service_mesh_namespace": instance, "service_mesh_olm": False, "service_mesh_wait": False,
+             "auth_host": "kubeflow.apps.example.com", "auth_client_id": instance}
+    extra.update(more)
+    return extra
+
+
+def test_auth_objects_stable_secret_never_logged(playbook, kube, instance):
+    extra = auth_vars(instance)
+    first = playbook(ROLES, extra)
+    assert first.rc == 0, first.stdout
+    secret = get(kube, "v1", "Secret", "kubeflow-oauth", instance)
+    client_secret = base64.b64decode(secret["data"]["client_secret"]).decode()
+    assert len(client_secret) == 48
+    client = get(kube, "oauth.openshift.io/v1", "OAuthClient", instance)
+    assert client["secret"] == client_secret and client["redirectURIs"] == ["https://kubeflow.apps.example.com"]
+    assert client_secret not in first.stdout
+    for event in first.events:  # not in any event either (what AWX and the operator log)
+        assert client_secret not in str(event.get("event_data", {}).get("res", "")), event.get("event")
+    route = get(kube, "route.openshift.io/v1", "Route", "kubeflow-oauth-proxy", instance)
+    assert route["spec"]["tls"]["termination"] == "reencrypt"
+    service = get(kube, "v1", "Service", "kubeflow-oauth-proxy", instance)
+    assert service["metadata"]["annotations"]["service.beta.openshift.io/serving-cert-secret-name"]
+    args = get(kube, "apps/v1", "Deployment", "kubeflow-oauth-proxy", instance)["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert "--upstream=http://kubeflow-ingressgateway.%s.svc.cluster.local:80" % instance in args
+    ef = get(kube, "networking.istio.io/v1alpha3", "EnvoyFilter", "kfocp-kubeflow-userid", instance)
+    lua = ef["spec"]["configPatches"][0]["patch"]["value"]["typed_config"]["inlineCode"]
+    assert 'headers:remove("kubeflow-userid")' in lua
+    assert ef["spec"]["configPatches"][0]["match"]["context"] == "GATEWAY"
+
+    # the secret is generated once: later runs read it back, and change nothing
+    again = playbook(ROLES, extra)
+    assert again.rc == 0 and again.count("changed") == 0, again.stdout
+    check = playbook(ROLES, extra, check=True, diff=True)
+    assert check.rc == 0 and check.count("changed") == 0, check.stdout
+    assert client_secret not in check.stdout
+    assert get(kube, "oauth.openshift.io/v1", "OAuthClient", instance)["secret"] == client_secret
+
+    absent = playbook(ROLES, dict(extra, auth_state="absent", kfocp_roles=["kfocp.kubeflow.auth"]))
+    assert absent.rc == 0, absent.stdout
+    assert get(kube, "oauth.openshift.io/v1", "OAuthClient", instance) is None
+    assert playbook("uninstall", {"kfocp_instance": instance}).rc == 0
+
+
+def test_missing_host_fails_before_any_change_and_names_the_field(playbook, kube, instance):
+    result = playbook(ROLES, auth_vars(instance, auth_host="", kfocp_roles=["kfocp.kubeflow.auth"],
+                                       auth_gateway={"namespace": instance, "service": "gw",
+                                                     "selector": {"istio": "gw"},
+                                                     "api_versions": {"EnvoyFilter": "networking.istio.io/v1alpha3"}}))
+    assert result.rc != 0
+    assert "auth_host: is required" in result.stdout
+    assert get(kube, "oauth.openshift.io/v1", "OAuthClient", instance) is None

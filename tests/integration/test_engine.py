@@ -1,0 +1,292 @@
+"""The apply engine against the real API server: changed reporting, check and diff mode,
+ownership, conflicts, prune safety, ordering and bad input."""
+import pytest
+
+from ansible_collections.kfocp.kubeflow.plugins.module_utils import objects as o
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import Client
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.engine import ApplyError, Engine
+
+
+def ns(name, **labels):
+    obj = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+    if labels:
+        obj["metadata"]["labels"] = labels
+    return obj
+
+
+def cm(name, namespace, **data):
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": namespace},
+            "data": data}
+
+
+def engine(kube, instance, **kwargs):
+    kwargs.setdefault("set_name", "test")
+    return Engine(kube, instance=instance, **kwargs)
+
+
+def get(kube, api_version, kind, name, namespace=None):
+    return kube.get(kube.resource(api_version, kind), name, namespace)
+
+
+def test_apply_reports_changes_exactly_and_a_noop_costs_no_write(kube, instance):
+    objs = [ns(instance), cm("a", instance, x="1"), cm("b", instance, y="2")]
+    first = engine(kube, instance).apply(objs)
+    assert first.counts()["created"] == 3 and first.changed
+
+    before = kube.requests
+    second = engine(kube, instance).apply(objs)
+    assert not second.changed and second.counts()["unchanged"] == 3
+    # one labelled LIST per kind, no PATCH at all
+    assert kube.requests - before == 2
+
+    objs[1]["data"]["x"] = "changed"
+    third = engine(kube, instance).apply(objs)
+    assert third.counts() == dict(third.counts(), updated=1, unchanged=2)
+    assert get(kube, "v1", "ConfigMap", "a", instance)["data"] == {"x": "changed"}
+
+
+def test_removed_field_is_dropped_and_labels_are_set(kube, instance):
+    engine(kube, instance).apply([ns(instance), cm("a", instance, x="1", y="2")])
+    result = engine(kube, instance).apply([ns(instance), cm("a", instance, x="1")])
+    assert result.counts()["updated"] == 1
+    live = get(kube, "v1", "ConfigMap", "a", instance)
+    assert live["data"] == {"x": "1"}
+    labels = live["metadata"]["labels"]
+    assert labels[o.MANAGED_BY] == "kfocp" and labels[o.INSTANCE] == instance and labels[o.SET] == "test"
+    assert labels[o.PART_OF] == "kfocp"
+
+
+def test_check_mode_changes_nothing_and_diff_shows_before_and_after(kube, instance):
+    engine(kube, instance).apply([ns(instance), cm("a", instance, x="1")])
+    result = engine(kube, instance, check_mode=True, diff=True).apply(
+        [ns(instance), cm("a", instance, x="2"), cm("new", instance, z="3")])
+    assert result.counts()["updated"] == 1 and result.counts()["created"] == 1
+    assert get(kube, "v1", "ConfigMap", "a", instance)["data"] == {"x": "1"}
+    assert get(kube, "v1", "ConfigMap", "new", instance) is None
+    diff = {d["after_header"]: d for d in result.diffs}
+    changed = diff["ConfigMap %s/a" % instance]
+    assert changed["before"]["data"] == {"x": "1"} and changed["after"]["data"] == {"x": "2"}
+    assert diff["ConfigMap %s/new" % instance]["before"] == {}
+
+
+def test_check_mode_with_a_new_namespace_does_not_fail(kube, instance):
+    result = engine(kube, instance, check_mode=True).apply([ns(instance), cm("a", instance, x="1")])
+    assert result.counts()["created"] == 2
+    assert get(kube, "v1", "Namespace", instance) is None
+
+
+def test_a_field_owned_by_another_manager_fails_clearly_and_changes_nothing(kube, instance, control_plane):
+    engine(kube, instance).apply([ns(instance), cm("a", instance, x="1")])
+    # someone edits the value kfocp set
+    control_plane.kubectl("-n", instance, "patch", "configmap", "a", "--field-manager=someone-else",
+                          "-p", '{"data":{"x":"theirs"}}')
+    before = get(kube, "v1", "ConfigMap", "a", instance)
+    with pytest.raises(ApplyError) as err:
+        engine(kube, instance).apply([ns(instance), cm("a", instance, x="1", extra="new")])
+    message = str(err.value)
+    assert "ConfigMap %s/a" % instance in message
+    assert ".data.x" in message and "someone-else" in message and "force" in message
+    after = get(kube, "v1", "ConfigMap", "a", instance)
+    assert after["data"] == {"x": "theirs"}
+    assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
+    # check mode reports the conflict without failing
+    dry = engine(kube, instance, check_mode=True).apply([ns(instance), cm("a", instance, x="1")])
+    conflict = [i for i in dry.items if i["action"] == "conflict"]
+    assert len(conflict) == 1 and "someone-else" in conflict[0]["message"] and not dry.errors
+    # force takes it over
+    engine(kube, instance, force=True).apply([ns(instance), cm("a", instance, x="1")])
+    assert get(kube, "v1", "ConfigMap", "a", instance)["data"] == {"x": "1"}
+
+
+def test_an_object_kfocp_did_not_create_is_never_overwritten(kube, instance, control_plane):
+    engine(kube, instance).apply([ns(instance)])
+    control_plane.kubectl("-n", instance, "create", "configmap", "handmade", "--from-literal=x=mine")
+    before = get(kube, "v1", "ConfigMap", "handmade", instance)
+    with pytest.raises(ApplyError) as err:
+        engine(kube, instance).apply([ns(instance), cm("handmade", instance, x="mine")])
+    assert "already exists and was created by someone else" in str(err.value)
+    after = get(kube, "v1", "ConfigMap", "handmade", instance)
+    assert after == before
+    # adopt takes it over on request
+    engine(kube, instance, adopt=True).apply([ns(instance), cm("handmade", instance, x="mine")])
+    assert o.owned_by(get(kube, "v1", "ConfigMap", "handmade", instance), instance)
+
+
+def test_prune_removes_only_what_this_instance_and_set_own(kube, instance, control_plane):
+    other = instance + "-other"
+    engine(kube, instance).apply([ns(instance), cm("keep", instance, a="1"), cm("drop", instance, a="1")])
+    engine(kube, instance, set_name="another-set").apply([cm("other-set", instance, a="1")])
+    engine(kube, other).apply([cm("other-instance", instance, a="1")])
+    # look-alikes kfocp did not create: same labels but one, and no labels at all
+    control_plane.kubectl("-n", instance, "create", "configmap", "handmade")
+    look_alike = cm("look-alike", instance)
+    look_alike["metadata"]["labels"] = {o.MANAGED_BY: "someone", o.INSTANCE: instance, o.SET: "test"}
+    control_plane.kubectl("apply", "-f", "-", input=str(look_alike).replace("'", '"'))
+
+    result = engine(kube, instance).apply([ns(instance), cm("keep", instance, a="1")], prune=True)
+    deleted = [(i["kind"], i["name"]) for i in result.items if i["action"] == "deleted"]
+    assert deleted == [("ConfigMap", "drop")]
+    for name in ("keep", "other-set", "other-instance", "handmade", "look-alike"):
+        assert get(kube, "v1", "ConfigMap", name, instance) is not None, name
+    assert get(kube, "v1", "ConfigMap", "drop", instance) is None
+
+
+def test_unknown_kind_and_missing_namespace_fail_before_any_change(kube, instance):
+    bad_kind = {"apiVersion": "example.com/v1", "kind": "Nope", "metadata": {"name": "x"}}
+    with pytest.raises(o.DefinitionError) as err:
+        engine(kube, instance).apply([ns(instance), bad_kind])
+    assert "definitions[1] Nope x" in str(err.value) and "no kind Nope in example.com/v1" in str(err.value)
+    no_ns = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}
+    with pytest.raises(o.DefinitionError) as err:
+        engine(kube, instance).apply([ns(instance), no_ns])
+    assert "metadata.namespace is required" in str(err.value)
+    assert get(kube, "v1", "Namespace", instance) is None
+
+
+def test_a_field_the_api_server_rejects_is_named(kube, instance):
+    bad = {"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "lr", "namespace": instance},
+           "spec": {"limits": [{"type": "Container", "default": {"cpu": "lots"}}]}}
+    unknown = cm("u", instance)
+    unknown["spec"] = {"nope": 1}
+    with pytest.raises(ApplyError) as err:
+        engine(kube, instance).apply([ns(instance), bad, unknown])
+    message = str(err.value)
+    assert "LimitRange %s/lr: rejected by the API server" % instance in message
+    assert "quantities must match" in message
+    assert "ConfigMap %s/u: rejected by the API server" % instance in message
+    assert ".spec: field not declared in schema" in message
+
+
+def test_crd_and_its_custom_resources_in_one_list(kube, instance):
+    group = "%s.kfocp.test" % instance
+    crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+           "metadata": {"name": "widgets." + group},
+           "spec": {"group": group, "scope": "Namespaced",
+                    "names": {"kind": "Widget", "plural": "widgets", "singular": "widget"},
+                    "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
+                        "type": "object", "properties": {"spec": {"type": "object", "properties": {
+                            "size": {"type": "integer"}}}}}}}]}}
+    widget = {"apiVersion": group + "/v1", "kind": "Widget", "metadata": {"name": "w", "namespace": instance},
+              "spec": {"size": 3}}
+    # the CR comes first in the list: the engine orders CRD, Namespace, then the rest
+    result = engine(kube, instance).apply([widget, ns(instance), crd])
+    assert result.counts()["created"] == 3
+    assert get(kube, group + "/v1", "Widget", "w", instance)["spec"] == {"size": 3}
+    assert not engine(kube, instance).apply([widget, ns(instance), crd]).changed
+    engine(kube, instance).delete_all(wait=True)
+    kube.forget()
+    assert (group + "/v1", "Widget") not in kube.resources()
+
+
+def test_shared_objects_get_fields_only_and_are_given_back(kube, instance, control_plane):
+    control_plane.kubectl("create", "namespace", instance)
+    control_plane.kubectl("label", "namespace", instance, "owner=them")
+    shared = ns(instance, **{"istio-injection": "enabled"})
+    shared["metadata"]["annotations"] = {o.OWNERSHIP: o.SHARED}
+    result = engine(kube, instance).apply([shared])
+    assert result.counts()["updated"] == 1
+    labels = get(kube, "v1", "Namespace", instance)["metadata"]["labels"]
+    assert labels["istio-injection"] == "enabled" and labels["owner"] == "them"
+    assert o.MANAGED_BY not in labels and labels[o.PATCHED_PREFIX + instance] == "true"
+    assert not engine(kube, instance).apply([shared]).changed
+
+    released = engine(kube, instance).delete_all()
+    assert released.counts()["released"] == 1
+    labels = get(kube, "v1", "Namespace", instance)["metadata"]["labels"]
+    assert "istio-injection" not in labels and o.PATCHED_PREFIX + instance not in labels
+    assert labels["owner"] == "them"
+
+
+def test_a_shared_object_is_never_created(kube, instance):
+    shared = ns(instance)
+    shared["metadata"]["annotations"] = {o.OWNERSHIP: o.SHARED}
+    with pytest.raises(ApplyError) as err:
+        engine(kube, instance).apply([shared])
+    assert "never creates it" in str(err.value)
+    assert get(kube, "v1", "Namespace", instance) is None
+
+
+def test_ensure_leaves_an_existing_foreign_object_alone(kube, instance, control_plane):
+    control_plane.kubectl("create", "namespace", instance)
+    before = get(kube, "v1", "Namespace", instance)
+    wanted = ns(instance)
+    wanted["metadata"]["annotations"] = {o.OWNERSHIP: o.ENSURE}
+    result = engine(kube, instance).apply([wanted])
+    assert result.counts()["skipped"] == 1 and not result.changed
+    assert get(kube, "v1", "Namespace", instance) == before
+    engine(kube, instance).delete_all(wait=True)
+    assert get(kube, "v1", "Namespace", instance) is not None
+
+
+def test_delete_all_removes_everything_of_the_instance(kube, instance):
+    engine(kube, instance, set_name="one").apply([ns(instance), cm("a", instance)])
+    engine(kube, instance, set_name="two").apply([cm("b", instance)])
+    result = engine(kube, instance).delete_all(wait=True)
+    assert result.counts()["deleted"] == 3
+    assert get(kube, "v1", "Namespace", instance) is None
+
+
+def test_many_objects_go_through_concurrently(kube, instance):
+    objs = [ns(instance)] + [cm("c%03d" % i, instance, i=str(i)) for i in range(300)]
+    result = engine(kube, instance, concurrency=16).apply(objs)
+    assert result.counts()["created"] == 301
+    before = kube.requests
+    assert not engine(kube, instance).apply(objs).changed
+    assert kube.requests - before == 2
+
+
+def test_a_client_with_too_few_rights_gets_a_clear_error(kube, instance, control_plane, tmp_path):
+    engine(kube, instance).apply([ns(instance)])
+    path = control_plane.write_kubeconfig(tmp_path / "nobody.kubeconfig", "nobody")
+    nobody = Client.from_params({"kubeconfig": str(path)})
+    with pytest.raises(ApplyError) as err:
+        Engine(nobody, instance=instance, set_name="test").apply([cm("a", instance)])
+    assert "forbidden" in str(err.value) and "ConfigMap %s/a" % instance in str(err.value)
+
+
+@pytest.mark.parametrize("how", ["kubeconfig", "host-and-api-key"])
+def test_a_token_authenticates_as_its_service_account(control_plane, tmp_path, how):
+    token = control_plane.serviceaccount_token("default", "default")
+    if how == "kubeconfig":
+        path = control_plane.write_kubeconfig(tmp_path / "sa.kubeconfig", "sa", token=token)
+        client = Client.from_params({"kubeconfig": str(path)})
+    else:
+        client = Client.from_params({"host": control_plane.server, "api_key": token,
+                                     "ca_cert": str(control_plane.dir / "ca.crt")})
+    with pytest.raises(Exception) as err:
+        client.request("GET", "/api/v1/namespaces/default/secrets")
+    assert 'User "system:serviceaccount:default:default"' in str(err.value)
+
+
+def test_sets_that_patch_one_object_keep_each_others_fields(kube, instance):
+    mine = ns(instance)
+    mine["metadata"]["annotations"] = {o.OWNERSHIP: o.ENSURE}
+    engine(kube, instance, set_name="a").apply([mine])
+    for set_name, label in (("b", "from-b"), ("c", "from-c")):
+        patch = ns(instance, **{label: "yes"})
+        patch["metadata"]["annotations"] = {o.OWNERSHIP: o.SHARED}
+        engine(kube, instance, set_name=set_name).apply([patch])
+    for set_name, label in (("a", None), ("b", "from-b"), ("c", "from-c")):
+        again = ns(instance, **({label: "yes"} if label else {}))
+        again["metadata"]["annotations"] = {o.OWNERSHIP: o.ENSURE if set_name == "a" else o.SHARED}
+        assert not engine(kube, instance, set_name=set_name).apply([again]).changed, set_name
+    labels = get(kube, "v1", "Namespace", instance)["metadata"]["labels"]
+    assert labels["from-b"] == labels["from-c"] == "yes"
+    assert labels[o.MANAGED_BY] == "kfocp" and labels[o.INSTANCE] == instance and labels[o.SET] == "a"
+    engine(kube, instance).delete_all(wait=True)
+    assert get(kube, "v1", "Namespace", instance) is None
+
+
+def test_pruning_one_set_gives_back_only_its_patch(kube, instance, control_plane):
+    control_plane.kubectl("create", "namespace", instance)
+    for set_name, label in (("b", "from-b"), ("c", "from-c")):
+        patch = ns(instance, **{label: "yes"})
+        patch["metadata"]["annotations"] = {o.OWNERSHIP: o.SHARED}
+        engine(kube, instance, set_name=set_name).apply([patch])
+    result = engine(kube, instance, set_name="b").apply([], prune=True)
+    assert result.counts()["released"] == 1
+    labels = get(kube, "v1", "Namespace", instance)["metadata"]["labels"]
+    assert "from-b" not in labels and labels["from-c"] == "yes"
+    engine(kube, instance).delete_all()
+    labels = get(kube, "v1", "Namespace", instance)["metadata"]["labels"]
+    assert "from-c" not in labels and o.PATCHED_PREFIX + instance not in labels

@@ -1,0 +1,109 @@
+"""The namespace_policies role through playbooks/profiles.yml against the real API server, and
+proof with real Pods (they stay Pending: there is no kubelet) that the admission plugins the
+policies rely on (PodTolerationRestriction, ResourceQuota, LimitRanger) enforce them."""
+import json
+
+import pytest
+
+from helpers import play_profile_controller, wait_for
+from test_profiles import apply_objects, named, policy_settings
+
+GPU_TOLERATION = {"key": "workload", "operator": "Equal", "value": "ai-ml", "effect": "NoSchedule"}
+
+
+def pod(name, namespace, tolerations=None, limits=None):
+    container = {"name": "main", "image": "registry.example/app:1"}
+    if limits:
+        container["resources"] = {"limits": limits}
+    spec = {"containers": [container]}
+    if tolerations:
+        spec["tolerations"] = tolerations
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace}, "spec": spec}
+
+
+def create_pod(control_plane, obj):
+    return control_plane.kubectl("create", "-o", "json", "-f", "-", input=json.dumps(obj), check=False)
+
+
+def test_policies_on_and_off_and_their_effect_on_pods(playbook, kube, control_plane, instance):
+    profile, web = instance + "-p", instance + "-web"
+    apply_objects(control_plane, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": web}})
+    extra = dict(policy_settings(instance), kfocp_instance=instance,
+                 profiles_quota_default={"requests.nvidia.com/gpu": "1"},
+                 profiles_list=[{"name": profile, "owner": {"user": "alice@example.com"}}],
+                 namespace_policies_scc="nonroot", namespace_policies_serverless=True,
+                 namespace_policies_data_lake=True,
+                 namespace_policies_data_lake_role_template="arn:aws:iam::123456789012:role/kf-{namespace}")
+    first = playbook("profiles", extra)
+    assert first.rc == 0, first.stdout
+    play_profile_controller(control_plane, [profile], {"kfocp-test": instance})
+    second = playbook("profiles", extra)
+    assert second.rc == 0, second.stdout
+
+    namespaces = kube.resource("v1", "Namespace")
+    annotations = kube.get(namespaces, profile)["metadata"]["annotations"]
+    assert json.loads(annotations["scheduler.alpha.kubernetes.io/defaultTolerations"]) == [GPU_TOLERATION]
+    assert annotations["owner"] == "alice@example.com"  # the controller's annotation is kept
+    whitelist = json.loads(kube.get(namespaces, web)["metadata"]["annotations"]["scheduler.alpha.kubernetes.io/tolerationsWhitelist"])
+    assert whitelist and GPU_TOLERATION not in whitelist
+    member = named(kube, "maistra.io/v1", "ServiceMeshMember", profile)["default"]
+    assert member["spec"]["controlPlaneRef"] == {"name": "data-science-smcp", "namespace": "istio-system"}
+    assert "kfocp-scc-nonroot-default-editor" in named(kube, "rbac.authorization.k8s.io/v1", "RoleBinding", profile)
+    netpol = named(kube, "networking.k8s.io/v1", "NetworkPolicy", profile)["allow-from-serving-system-namespace"]
+    assert netpol["spec"]["ingress"][0]["from"][0]["namespaceSelector"]["matchLabels"] == {
+        "serving.knative.openshift.io/system-namespace": "true"}
+    knative = named(kube, "security.istio.io/v1", "AuthorizationPolicy", profile)["kfocp-knative-kserve-predictor"]
+    assert knative["spec"]["rules"][0]["from"][0]["source"]["principals"]
+    accounts = named(kube, "v1", "ServiceAccount", profile)
+    assert accounts["default-editor"]["metadata"]["annotations"]["eks.amazonaws.com/role-arn"] == \
+        "arn:aws:iam::123456789012:role/kf-%s" % profile
+    assert "eks.amazonaws.com/role-arn" not in (accounts["default-viewer"]["metadata"].get("annotations") or {})
+
+    again = playbook("profiles", extra)
+    assert again.rc == 0 and again.count("changed") == 0, again.stdout
+
+    # a pod in the profile namespace receives the GPU toleration, and the LimitRange defaults
+    made = create_pod(control_plane, pod("plain", profile))
+    assert made.returncode == 0, made.stderr
+    spec = json.loads(made.stdout)["spec"]
+    assert GPU_TOLERATION in spec["tolerations"]
+    assert spec["containers"][0]["resources"] == {"limits": {"cpu": "1", "memory": "2Gi"},
+                                                  "requests": {"cpu": "100m", "memory": "256Mi"}}
+    # a pod asking for the GPU toleration in a whitelisted namespace is rejected
+    refused = create_pod(control_plane, pod("sneaky", web, tolerations=[GPU_TOLERATION]))
+    assert refused.returncode != 0 and "conflict with its namespace whitelist" in refused.stderr
+    assert create_pod(control_plane, pod("normal", web)).returncode == 0
+    # a pod over the profile's GPU quota (from the Profile's resourceQuotaSpec) is rejected
+    quotas = kube.resource("v1", "ResourceQuota")
+    wait_for(lambda: (kube.get(quotas, "kf-resource-quota", profile).get("status") or {}).get("hard"), 30,
+             what="the quota controller to compute kf-resource-quota")
+    greedy = create_pod(control_plane, pod("greedy", profile, limits={"nvidia.com/gpu": "2"}))
+    assert greedy.returncode != 0 and "exceeded quota: kf-resource-quota" in greedy.stderr
+
+    # serverless and data lake off: their objects go, the account's annotation is given back
+    off = dict(extra, namespace_policies_serverless=False, namespace_policies_data_lake=False)
+    third = playbook("profiles", off)
+    assert third.rc == 0, third.stdout
+    assert "allow-from-serving-system-namespace" not in named(kube, "networking.k8s.io/v1", "NetworkPolicy", profile)
+    assert not [n for n in named(kube, "security.istio.io/v1", "AuthorizationPolicy", profile) if n.startswith("kfocp-knative")]
+    account = named(kube, "v1", "ServiceAccount", profile)["default-editor"]
+    assert "eks.amazonaws.com/role-arn" not in (account["metadata"].get("annotations") or {})
+    assert kube.get(kube.resource("v1", "Namespace"), profile) is not None  # the controller's, never deleted
+
+
+@pytest.mark.parametrize("mode", ["memberroll"])
+def test_memberroll_adds_members_and_keeps_the_mesh_owners(playbook, kube, control_plane, instance, mode):
+    mesh_ns, profile = instance + "-mesh", instance + "-q"
+    apply_objects(control_plane, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": mesh_ns}},
+                  {"apiVersion": "maistra.io/v1", "kind": "ServiceMeshMemberRoll",
+                   "metadata": {"name": "default", "namespace": mesh_ns}, "spec": {"members": ["kubeflow"]}})
+    extra = dict(policy_settings(instance), kfocp_instance=instance, namespace_policies_mesh_mode=mode,
+                 namespace_policies_mesh_namespace=mesh_ns,
+                 profiles_list=[{"name": profile, "owner": {"user": "bob@example.com"}}])
+    assert playbook("profiles", extra).rc == 0
+    play_profile_controller(control_plane, [profile], {"kfocp-test": instance})
+    result = playbook("profiles", extra)
+    assert result.rc == 0, result.stdout
+    roll = named(kube, "maistra.io/v1", "ServiceMeshMemberRoll", mesh_ns)["default"]
+    assert roll["spec"]["members"] == ["kubeflow", profile]
+    assert "default" not in named(kube, "maistra.io/v1", "ServiceMeshMember", profile)

@@ -1,0 +1,318 @@
+"""The Python operator against the real local API server, as its least-privileged service
+account: a Kubeflow CR converges, spec edits are applied, namespaces and Users get their objects
+through the fast path, a second CR is refused, a bad spec is rejected or reported, and deleting
+the CR removes everything the operator created."""
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+import uuid
+
+import pytest
+import yaml
+
+from helpers import ROOT, play_profile_controller, wait_for
+
+sys.path.insert(0, str(ROOT / "operator"))
+
+from cluster import free_port  # noqa: E402
+from kfocp_operator.paramconv import to_camel  # noqa: E402
+
+CRD = ROOT / "operator" / "config" / "crd" / "bases" / "kfocp.io_kubeflows.yaml"
+RBAC = ROOT / "operator" / "config" / "rbac"
+NS = "kfocp-system"
+SA = "kfocp-operator"
+PROFILE_LABEL = {"app.kubernetes.io/part-of": "kubeflow-profile"}
+# Roles the test keeps on: they need nothing but the API server. The others (mesh, serverless,
+# GPU, components, ...) wait for operators that do not run here, so the test CR switches them off
+# through their <role>_state variable, as a user would.
+ON = ("scc", "namespace_policies", "profiles")
+
+
+def _res(kube, api_version, kind):
+    return kube.resource(api_version, kind)
+
+
+def _kubeflow(kube, name, namespace=NS):
+    return kube.get(_res(kube, "kfocp.io/v1alpha1", "Kubeflow"), name, namespace)
+
+
+def _condition(obj, kind):
+    for cond in ((obj or {}).get("status") or {}).get("conditions") or []:
+        if cond["type"] == kind:
+            return cond
+    return {}
+
+
+def _other_roles_off():
+    """<role>State: absent for every role of the installed CRD but those in ON."""
+    doc = yaml.safe_load(CRD.read_text())
+    fields = doc["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+    keep = set(to_camel(role + "_state") for role in ON)
+    return dict((field, "absent") for field, schema in fields.items()
+                if field.endswith("State") and field not in keep and "absent" in schema.get("enum", []))
+
+
+@pytest.fixture(scope="module")
+def operator(control_plane, kube, tmp_path_factory):
+    """The operator in a subprocess, with a token of its service account bound only to its ClusterRole."""
+    control_plane.kubectl("apply", "--server-side", "--field-manager=kfocp-test", "-f", str(CRD))
+    crds = _res(kube, "apiextensions.k8s.io/v1", "CustomResourceDefinition")
+    wait_for(lambda: any(c["type"] == "Established" and c["status"] == "True" for c in
+                         ((kube.get(crds, "kubeflows.kfocp.io") or {}).get("status") or {}).get("conditions") or []),
+             60, what="the Kubeflow CRD Established")
+    control_plane.kubectl("create", "namespace", NS, check=False)
+    control_plane.kubectl("apply", "--server-side", "--field-manager=kfocp-test", "-f", str(RBAC / "service_account.yaml"),
+                          "-f", str(RBAC / "role.yaml"), "-f", str(RBAC / "role_binding.yaml"))
+    kube.forget()
+    workdir = tmp_path_factory.mktemp("operator")
+    token = control_plane.serviceaccount_token(NS, SA)
+    kubeconfig = control_plane.write_kubeconfig(workdir / "sa.kubeconfig", "system:serviceaccount:%s:%s" % (NS, SA),
+                                                token=token)
+    port = free_port()
+    log_path = workdir / "operator.log"
+    env = dict(os.environ, KFOCP_COLLECTIONS_PATH=str(ROOT / ".cache" / "collections"), PYTHONUNBUFFERED="1")
+    env.pop("KUBECONFIG", None)
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "kfocp_operator", "--kubeconfig", str(kubeconfig),
+                                 "--port", str(port), "--operator-namespace", NS, "--default-reconcile-period", "10m"],
+                                cwd=str(ROOT / "operator"), env=env, stdout=log, stderr=subprocess.STDOUT)
+
+    def get(path):
+        try:
+            with urllib.request.urlopen("http://127.0.0.1:%d%s" % (port, path), timeout=5) as resp:
+                return resp.status, resp.read().decode()
+        except urllib.error.HTTPError as err:
+            return err.code, err.read().decode()
+        except OSError:
+            return 0, ""
+
+    state = {"proc": proc, "log": log_path, "get": get, "kubeconfig": kubeconfig}
+    try:
+        wait_for(lambda: proc.poll() is not None or get("/readyz")[0] == 200, 60, what="the operator's /readyz")
+        assert proc.poll() is None, log_path.read_text()[-4000:]
+        yield state
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        print("---- operator log (tail) ----\n" + log_path.read_text(errors="replace")[-6000:])
+
+
+@pytest.fixture(scope="module")
+def platform(operator, control_plane, kube):
+    """The active Kubeflow CR, created once for the scenario below; its tests run in order."""
+    name = "kf-" + uuid.uuid4().hex[:6]
+    team = "team-" + uuid.uuid4().hex[:6]
+    spec = dict(_other_roles_off(), sccGrantsDefault=[], sccGrantsExtra=[
+        {"namespace": team, "serviceaccount": "trainer", "scc": "nonroot-v2", "reason": "fixed UID"}],
+        profilesAutoFromUsers=True, namespacePoliciesMeshMode="member")
+    cr = {"apiVersion": "kfocp.io/v1alpha1", "kind": "Kubeflow", "metadata": {"name": name, "namespace": NS}, "spec": spec}
+    control_plane.kubectl("create", "-f", "-", input=json.dumps(cr))
+    return {"name": name, "team": team}
+
+
+def _ready(kube, name, generation=None):
+    cr = _kubeflow(kube, name)
+    cond = _condition(cr, "Ready")
+    if cond.get("status") != "True":
+        return None
+    if generation is not None and (cr.get("status") or {}).get("observedGeneration") != generation:
+        return None
+    return cr
+
+
+def _rolebinding(kube, namespace, name):
+    return kube.get(_res(kube, "rbac.authorization.k8s.io/v1", "RoleBinding"), name, namespace)
+
+
+def test_cr_converges_ready(platform, kube, operator):
+    cr = wait_for(lambda: _ready(kube, platform["name"], 1), 600, interval=1, what="Ready=True for generation 1")
+    status = cr["status"]
+    assert status["lastRun"]["result"] == "Succeeded" and status["lastRun"]["failed"] == 0
+    assert status["lastRun"]["changed"] >= 1
+    assert status["components"]["scc"]["state"] == "Ready"
+    assert _condition(cr, "Degraded")["status"] == "False"
+    assert _condition(cr, "Progressing")["status"] == "False"
+    assert "kfocp.io/uninstall" in cr["metadata"]["finalizers"]
+    binding = _rolebinding(kube, platform["team"], "kfocp-scc-nonroot-v2-trainer")
+    assert binding is not None, "the grant of the spec was not applied"
+    assert binding["metadata"]["labels"]["kfocp.io/instance"] == platform["name"]
+    events = kube.list(_res(kube, "v1", "Event"), namespace=NS)
+    reasons = set(e["reason"] for e in events if e["involvedObject"].get("name") == platform["name"])
+    assert {"Reconciling", "Reconciled"} <= reasons
+    code, body = operator["get"]("/metrics")
+    assert code == 200 and 'kfocp_operator_reconcile_total{kind="kubeflow",result="success"}' in body
+    assert "kfocp_operator_queue_depth" in body and "kfocp_operator_reconcile_duration_seconds" in body
+    assert operator["get"]("/healthz")[0] == 200
+
+
+def test_spec_edit_is_applied(platform, kube, control_plane):
+    patch = {"spec": {"sccGrantsExtra": [{"namespace": platform["team"], "serviceaccount": "server",
+                                          "scc": "anyuid", "reason": "fixed UID 0"}]}}
+    control_plane.kubectl("patch", "kubeflow", platform["name"], "-n", NS, "--type=merge", "-p", json.dumps(patch))
+    wait_for(lambda: _ready(kube, platform["name"], 2), 600, interval=1, what="Ready=True for generation 2")
+    assert _rolebinding(kube, platform["team"], "kfocp-scc-anyuid-server") is not None
+    assert _rolebinding(kube, platform["team"], "kfocp-scc-nonroot-v2-trainer") is None, "the dropped grant stays"
+
+
+def _expected_policies(namespace_name):
+    from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import namespace_policies
+    from kfocp_operator.fastpath import role_settings
+    settings = role_settings(ROOT, "namespace_policies", {"namespace_policies_mesh_mode": "member"}, "x")
+    ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace_name, "labels": dict(PROFILE_LABEL)}}
+    return namespace_policies.objects_for_namespace(ns, settings)
+
+
+def _has_policies(kube, instance, expected_kinds, prefix):
+    """{namespace: True} for namespaces with `prefix` whose every policy object exists."""
+    found = {}
+    for api_version, kind in expected_kinds:
+        if kind == "Namespace":
+            items = kube.list(_res(kube, "v1", "Namespace"), label_selector="patched.kfocp.io/%s" % instance)
+            names = set(i["metadata"]["name"] for i in items
+                        if "scheduler.alpha.kubernetes.io/defaultTolerations" in (i["metadata"].get("annotations") or {}))
+        else:
+            items = kube.list(_res(kube, api_version, kind), label_selector="kfocp.io/instance=%s" % instance)
+            names = set(i["metadata"]["namespace"] for i in items)
+        for name in names:
+            if name.startswith(prefix):
+                found[name] = found.get(name, 0) + 1
+    return set(name for name, count in found.items() if count == len(expected_kinds))
+
+
+def test_new_profile_namespaces_get_their_policies_within_a_second(platform, kube, control_plane):
+    prefix = "burst-%s-" % uuid.uuid4().hex[:4]
+    kinds = sorted(set((o["apiVersion"], o["kind"]) for o in _expected_policies(prefix + "0")))
+    assert ("v1", "LimitRange") in kinds and ("maistra.io/v1", "ServiceMeshMember") in kinds
+    names = ["%s%d" % (prefix, i) for i in range(50)]
+    created, seen = {}, {}
+    ns_res = _res(kube, "v1", "Namespace")
+
+    def create(name):
+        created[name] = time.monotonic()
+        kube.request("POST", kube.path(ns_res), body={"apiVersion": "v1", "kind": "Namespace",
+                                                      "metadata": {"name": name, "labels": dict(PROFILE_LABEL)}})
+
+    done = threading.Event()
+
+    def poll():
+        while not done.is_set() and len(seen) < len(names):
+            now = time.monotonic()
+            for name in _has_policies(kube, platform["name"], kinds, prefix):
+                seen.setdefault(name, now)
+            time.sleep(0.02)
+
+    poller = threading.Thread(target=poll, daemon=True)
+    poller.start()
+    threads = [threading.Thread(target=create, args=(n,)) for n in names]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    poller.join(60)
+    done.set()
+    assert set(seen) == set(names), "no policies after 60s for: %s" % sorted(set(names) - set(seen))
+    latencies = sorted(seen[n] - created[n] for n in names)
+
+    def pct(p):
+        return latencies[min(len(latencies) - 1, int(round(p / 100.0 * len(latencies))) - 1)]
+
+    # The bound is about a second on an idle host; on a shared, oversubscribed one (load above the
+    # number of cores) every request waits for a core, so the bound grows with the load, recorded too.
+    load = os.getloadavg()[0]
+    scale = max(1.0, load / (os.cpu_count() or 1))
+    figures = {"count": len(latencies), "p50": round(pct(50), 3), "p95": round(pct(95), 3), "p99": round(pct(99), 3),
+               "max": round(latencies[-1], 3), "load1": round(load, 2), "cpus": os.cpu_count()}
+    out = ROOT / "tests" / "output"
+    out.mkdir(exist_ok=True)
+    (out / "operator_namespace_latency.json").write_text(json.dumps(figures, indent=2))
+    print("namespace-to-policies latency (s): %s" % figures)
+    assert figures["p50"] < 1.0 * scale and figures["p99"] < 3.0 * scale, figures
+
+
+def test_a_new_user_gets_a_profile_and_its_policies(platform, kube, control_plane):
+    from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.profiles import profile_name
+    user = "dana-%s" % uuid.uuid4().hex[:4]
+    body = {"apiVersion": "user.openshift.io/v1", "kind": "User", "metadata": {"name": user},
+            "identities": ["htpasswd:%s" % user], "groups": None}
+    kube.request("POST", kube.path(_res(kube, "user.openshift.io/v1", "User")), body=body)
+    name = profile_name(user)
+    profiles = _res(kube, "kubeflow.org/v1", "Profile")
+    profile = wait_for(lambda: kube.get(profiles, name), 10, interval=0.1, what="the Profile of %s" % user)
+    assert profile["spec"]["owner"]["name"] == user
+    assert profile["metadata"]["labels"]["kfocp.io/instance"] == platform["name"]
+    play_profile_controller(control_plane, [name])  # the profile controller makes the namespace
+    limits = _res(kube, "v1", "LimitRange")
+    wait_for(lambda: kube.get(limits, "kfocp-limits", name), 10, interval=0.1, what="the policies of %s" % name)
+
+
+def test_a_second_kubeflow_is_refused(platform, kube, control_plane):
+    control_plane.kubectl("create", "namespace", "kfocp-other", check=False)
+    cr = {"apiVersion": "kfocp.io/v1alpha1", "kind": "Kubeflow", "metadata": {"name": "second", "namespace": "kfocp-other"},
+          "spec": {}}
+    control_plane.kubectl("create", "-f", "-", input=json.dumps(cr))
+    res = _res(kube, "kfocp.io/v1alpha1", "Kubeflow")
+    second = wait_for(lambda: _condition(kube.get(res, "second", "kfocp-other"), "Ready").get("reason") == "Refused"
+                      and kube.get(res, "second", "kfocp-other"), 60, what="the second CR refused")
+    message = _condition(second, "Degraded")["message"]
+    assert "only one Kubeflow per cluster" in message and platform["name"] in message
+    assert "kfocp.io/uninstall" not in (second["metadata"].get("finalizers") or [])
+    assert not (second.get("status") or {}).get("lastRun"), "the refused CR was acted on"
+    control_plane.kubectl("delete", "kubeflow", "second", "-n", "kfocp-other", "--wait=true", "--timeout=30s")
+
+
+def test_a_bad_spec_is_rejected_by_the_schema(platform, control_plane):
+    bad = {"apiVersion": "kfocp.io/v1alpha1", "kind": "Kubeflow", "metadata": {"name": "bad", "namespace": NS},
+           "spec": {"sccState": "maybe", "sccGrantsExtra": [{"namespace": "Not_A_Namespace", "serviceaccount": "x",
+                                                            "scc": "anyuid"}]}}
+    proc = control_plane.kubectl("create", "-f", "-", input=json.dumps(bad), check=False)
+    assert proc.returncode != 0
+    assert "spec.sccState" in proc.stderr and "maybe" in proc.stderr
+    assert "spec.sccGrantsExtra[0].namespace" in proc.stderr
+
+
+def test_a_spec_the_role_refuses_gets_degraded(platform, kube, control_plane):
+    patch = {"spec": {"sccGrantsExtra": [{"namespace": platform["team"], "serviceaccount": "server", "scc": "hostaccess"}]}}
+    control_plane.kubectl("patch", "kubeflow", platform["name"], "-n", NS, "--type=merge", "-p", json.dumps(patch))
+
+    def degraded():
+        cr = _kubeflow(kube, platform["name"])
+        cond = _condition(cr, "Degraded")
+        return cond.get("status") == "True" and cond.get("observedGeneration") == cr["metadata"]["generation"] and cr
+
+    cr = wait_for(degraded, 600, interval=1, what="Degraded=True")
+    message = _condition(cr, "Degraded")["message"]
+    assert "hostaccess" in message and "scc_grants" in message, message
+    assert _condition(cr, "Ready")["status"] == "False"
+    assert cr["status"]["components"]["scc"]["state"] == "Failed"
+    # Put it right again, so that the uninstall below starts from a converged platform.
+    control_plane.kubectl("patch", "kubeflow", platform["name"], "-n", NS, "--type=json", "-p",
+                          json.dumps([{"op": "remove", "path": "/spec/sccGrantsExtra"}]))
+    wait_for(lambda: _ready(kube, platform["name"], cr["metadata"]["generation"] + 1), 300, interval=1,
+             what="Ready=True again")
+
+
+def test_deleting_the_cr_removes_everything_it_created(platform, kube, control_plane):
+    name = platform["name"]
+    control_plane.kubectl("delete", "kubeflow", name, "-n", NS, "--wait=false")
+    wait_for(lambda: _kubeflow(kube, name) is None, 600, interval=1, what="the CR gone (finalizer removed)")
+    left = []
+    selector = "kfocp.io/instance=%s" % name
+    for (api_version, kind), res in kube.resources(refresh=True).items():
+        if "list" not in res.verbs or kind in ("Event", "ComponentStatus") or api_version.endswith("v1beta1"):
+            continue
+        try:
+            items = kube.list(res, label_selector=selector)
+        except Exception:  # pylint: disable=broad-except  # kinds that cannot be listed
+            continue
+        left += ["%s %s/%s" % (kind, i["metadata"].get("namespace", ""), i["metadata"]["name"]) for i in items
+                 if not i["metadata"].get("deletionTimestamp")]
+    assert not left, "still labelled as %s's: %s" % (name, left[:20])
+    patched = kube.list(_res(kube, "v1", "Namespace"), label_selector="patched.kfocp.io/%s" % name)
+    assert not patched, "namespaces still carry kfocp's patches"

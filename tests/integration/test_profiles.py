@@ -1,0 +1,126 @@
+"""The profiles role through playbooks/profiles.yml against the real API server: automatic
+profiles from Users, group owners and contributors, quota overrides, idempotence, prune safety.
+
+Kubeflow's profile controller cannot be built here (its Go module is not served by the module
+proxy), so helpers.play_profile_controller writes what it would write between two runs."""
+import json
+
+from helpers import play_profile_controller
+
+PROFILE_API = ("kubeflow.org/v1", "Profile")
+
+
+def apply_objects(control_plane, *objs):
+    control_plane.kubectl("apply", "--server-side", "--field-manager=test", "-f", "-",
+                          input=json.dumps({"apiVersion": "v1", "kind": "List", "items": list(objs)}))
+
+
+def user(name, identity):
+    return {"apiVersion": "user.openshift.io/v1", "kind": "User", "metadata": {"name": name}, "identities": [identity]}
+
+
+def group(name, *members):
+    return {"apiVersion": "user.openshift.io/v1", "kind": "Group", "metadata": {"name": name}, "users": list(members)}
+
+
+def profiles_of(kube):
+    return {p["metadata"]["name"]: p for p in kube.list(kube.resource(*PROFILE_API))}
+
+
+def named(kube, api_version, kind, namespace):
+    return {o["metadata"]["name"]: o for o in kube.list(kube.resource(api_version, kind), namespace=namespace)}
+
+
+def policy_settings(instance):
+    """Keep the policies role to this test's namespaces: the control plane is shared."""
+    return {"namespace_policies_selector": {"app.kubernetes.io/part-of": "kubeflow-profile", "kfocp-test": instance},
+            "namespace_policies_whitelist_namespaces": [instance + "-*"]}
+
+
+def test_profiles_from_users_groups_quotas_and_prune_safety(playbook, kube, control_plane, instance):
+    team, hand, other = instance + "-team", instance + "-hand", instance + "-other"
+    alice, bob = instance + "-alice", instance + "-bob"
+    owners = instance + "-owners"
+    apply_objects(control_plane, user(alice, "corp-%s:alice" % instance), user(bob, "other-%s:bob" % instance),
+                  group(owners, "m1@example.com", "m2@example.com"),
+                  {"apiVersion": "kubeflow.org/v1", "kind": "Profile", "metadata": {"name": hand},
+                   "spec": {"owner": {"kind": "User", "name": "someone"}}},
+                  {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": other}})
+    extra = dict(policy_settings(instance), kfocp_instance=instance, profiles_auto_from_users=True,
+                 profiles_auto_provider="corp-" + instance,
+                 profiles_quota_default={"cpu": "8", "requests.nvidia.com/gpu": "1", "requests.storage": "10Gi"},
+                 profiles_list=[{"name": team, "owner": {"group": owners},
+                                 "contributors": [{"user": "viewer@example.com", "role": "view"}],
+                                 "quota": {"requests.nvidia.com/gpu": "4", "requests.storage": None}}])
+
+    first = playbook("profiles", extra)
+    assert first.rc == 0, first.stdout
+    found = profiles_of(kube)
+    # automatic: alice has an identity from the provider, bob has not
+    assert alice in found and bob not in found
+    assert found[alice]["spec"]["owner"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": alice}
+    assert found[alice]["spec"]["resourceQuotaSpec"]["hard"] == {"cpu": "8", "requests.nvidia.com/gpu": "1",
+                                                                 "requests.storage": "10Gi"}
+    # declared, group-owned, with its quota override
+    assert found[team]["spec"]["owner"]["kind"] == "Group"
+    assert found[team]["spec"]["resourceQuotaSpec"]["hard"] == {"cpu": "8", "requests.nvidia.com/gpu": "4"}
+    assert "Waiting for their namespaces" in first.stdout
+
+    assert sorted(play_profile_controller(control_plane, [team, alice], {"kfocp-test": instance})) == sorted([alice, team])
+    second = playbook("profiles", extra)
+    assert second.rc == 0, second.stdout
+    bindings = named(kube, "rbac.authorization.k8s.io/v1", "RoleBinding", team)
+    for name, role in (("user-m1-example-com-clusterrole-edit", "kubeflow-edit"),
+                       ("user-m2-example-com-clusterrole-edit", "kubeflow-edit"),
+                       ("user-viewer-example-com-clusterrole-view", "kubeflow-view")):
+        assert bindings[name]["roleRef"]["name"] == role
+    assert bindings["user-m1-example-com-clusterrole-edit"]["metadata"]["annotations"]["user"] == "m1@example.com"
+    policies = named(kube, "security.istio.io/v1", "AuthorizationPolicy", team)
+    rule = policies["user-viewer-example-com-clusterrole-view"]["spec"]["rules"][0]
+    assert rule["when"] == [{"key": "request.headers[kubeflow-userid]", "values": ["viewer@example.com"]}]
+    assert "namespaceAdmin" in bindings  # the controller's, left alone
+
+    again = playbook("profiles", extra)
+    assert again.rc == 0 and again.count("changed") == 0, again.stdout
+    check = playbook("profiles", extra, check=True, diff=True)
+    assert check.rc == 0 and check.count("changed") == 0, check.stdout
+
+    # membership changes are followed: m1 leaves, m3 joins
+    apply_objects(control_plane, group(owners, "m2@example.com", "m3@example.com"))
+    moved = playbook("profiles", extra)
+    assert moved.rc == 0, moved.stdout
+    bindings = named(kube, "rbac.authorization.k8s.io/v1", "RoleBinding", team)
+    assert "user-m1-example-com-clusterrole-edit" not in bindings
+    assert "user-m3-example-com-clusterrole-edit" in bindings
+    assert "user-m1-example-com-clusterrole-edit" not in named(kube, "security.istio.io/v1", "AuthorizationPolicy", team)
+
+    # a profile that leaves the list is kept and reported, unless kfocp_profiles_prune is true
+    fewer = dict(extra, profiles_list=[])
+    kept = playbook("profiles", fewer)
+    assert kept.rc == 0, kept.stdout
+    assert team in profiles_of(kube)
+    assert "Kept, not deleted (set kfocp_profiles_prune: true to delete them): %s" % team in " ".join(kept.stdout.split())
+    pruned = playbook("profiles", dict(fewer, kfocp_profiles_prune=True))
+    assert pruned.rc == 0, pruned.stdout
+    found = profiles_of(kube)
+    assert team not in found or found[team]["metadata"].get("deletionTimestamp")
+    # prune safety: the hand-made Profile, the automatic one and an unrelated namespace stay
+    assert hand in found and "kfocp.io/instance" not in found[hand]["metadata"].get("labels", {})
+    assert alice in found
+    assert kube.get(kube.resource("v1", "Namespace"), other) is not None
+
+
+def test_bad_input_fails_before_any_change(playbook, kube, instance):
+    cases = [
+        ([{"name": "Bad_Name", "owner": {"user": "a"}}], "profiles_list[0].name: 'Bad_Name' is not a DNS label"),
+        ([{"name": instance, "owner": {"user": "a"}, "quota": {"cpu": "many"}}],
+         "profiles_list[0].quota.cpu: 'many' is not a valid quantity"),
+        ([{"name": instance, "owner": {"user": "a", "group": "g"}}], "profiles_list[0].owner: names both a user"),
+        ([{"name": instance, "owner": {"user": "a"}}, {"name": instance, "owner": {"user": "b"}}],
+         "profiles_list[1].name: duplicate profile"),
+    ]
+    for profiles_list, message in cases:
+        result = playbook("profiles", {"kfocp_instance": instance, "profiles_list": profiles_list})
+        assert result.rc != 0
+        assert message in " ".join(result.stdout.split()), result.stdout
+        assert instance not in profiles_of(kube)

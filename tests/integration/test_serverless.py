@@ -1,0 +1,57 @@
+"""The serverless role through site.yml against the real API server: the system namespace label on
+a namespace kfocp made and on one someone else made, the mesh objects, KnativeServing."""
+from helpers import ensure_namespace, only_roles, play_olm_csv_succeeded
+
+LABEL = "serving.knative.openshift.io/system-namespace"
+
+
+def get(kube, api_version, kind, name, namespace=None):
+    return kube.get(kube.resource(api_version, kind), name, namespace)
+
+
+def test_serverless_labels_both_namespaces_converges_and_gives_the_label_back(playbook, kube, instance):
+    # knative-serving-ingress already exists and is someone else's; knative-serving does not exist
+    ensure_namespace(kube, "knative-serving-ingress", {"owner": "platform-team"})
+    ensure_namespace(kube, "openshift-serverless")
+    play_olm_csv_succeeded(kube, "openshift-serverless", "serverless-operator")
+    extra = dict(only_roles("serverless"), kfocp_instance=instance, kfocp_serverless_enabled=True, scc_grants=[],
+                 serverless_csv_timeout=5, serverless_csv_poll_interval=1,
+                 serverless_mesh={"enabled": True, "namespace": "kubeflow-mesh", "control_plane": "kubeflow",
+                                  "member_namespaces": []})
+    try:
+        first = playbook("site", extra)
+        assert first.rc == 0, first.stdout[-3000:]
+        serving = get(kube, "v1", "Namespace", "knative-serving")
+        assert serving["metadata"]["labels"][LABEL] == "true"
+        assert serving["metadata"]["labels"]["kfocp.io/instance"] == instance
+        ingress = get(kube, "v1", "Namespace", "knative-serving-ingress")
+        assert ingress["metadata"]["labels"][LABEL] == "true" and ingress["metadata"]["labels"]["owner"] == "platform-team"
+        assert "app.kubernetes.io/managed-by" not in ingress["metadata"]["labels"]
+        ks = get(kube, "operator.knative.dev/v1beta1", "KnativeServing", "knative-serving", "knative-serving")
+        assert ks["spec"]["ingress"]["kourier"]["enabled"] is True
+        for ns in ("knative-serving", "knative-serving-ingress"):
+            smm = get(kube, "maistra.io/v1", "ServiceMeshMember", "default", ns)
+            assert smm["spec"]["controlPlaneRef"] == {"name": "kubeflow", "namespace": "kubeflow-mesh"}
+            policy = get(kube, "networking.k8s.io/v1", "NetworkPolicy", "kfocp-knative-allow-mesh", ns)
+            assert {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kubeflow-mesh"}}} in \
+                policy["spec"]["ingress"][0]["from"]
+        sub = get(kube, "operators.coreos.com/v1alpha1", "Subscription", "serverless-operator", "openshift-serverless")
+        assert sub["spec"]["channel"] == "stable"
+
+        second = playbook("site", extra)
+        assert second.rc == 0 and second.count("changed") == 0, second.stdout[-3000:]
+        check = playbook("site", extra, check=True, diff=True)
+        assert check.rc == 0 and check.count("changed") == 0, check.stdout[-3000:]
+
+        absent = playbook("site", dict(extra, serverless_state="absent"))
+        assert absent.rc == 0, absent.stdout[-3000:]
+        assert get(kube, "operator.knative.dev/v1beta1", "KnativeServing", "knative-serving", "knative-serving") is None
+        assert get(kube, "maistra.io/v1", "ServiceMeshMember", "default", "knative-serving-ingress") is None
+        ingress = get(kube, "v1", "Namespace", "knative-serving-ingress")
+        assert LABEL not in ingress["metadata"]["labels"] and ingress["metadata"]["labels"]["owner"] == "platform-team"
+        assert get(kube, "v1", "Namespace", "knative-serving") is not None  # kfocp's namespace: until uninstall
+        assert playbook("uninstall", {"kfocp_instance": instance}).rc == 0
+        assert get(kube, "v1", "Namespace", "knative-serving") is None
+        assert get(kube, "v1", "Namespace", "knative-serving-ingress") is not None
+    finally:
+        kube.delete(kube.resource("v1", "Namespace"), "knative-serving-ingress")

@@ -1,0 +1,88 @@
+"""Table tests of the ingress auth builder."""
+import base64
+import json
+
+import pytest
+
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import auth, mesh
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.objects import DefinitionError
+
+SECRETS = {"client_secret": "c" * 48, "cookie_secret": "k" * 32}
+LUA = "function envoy_on_request(h) end"
+
+
+def build(flavour="ossm2", **settings):
+    settings.setdefault("host", "kubeflow.apps.example.com")
+    gateway = mesh.gateway_info({"flavour": flavour})
+    return dict((o["kind"], o) for o in auth.objects(settings, gateway, SECRETS, LUA))
+
+
+def test_oauth_proxy_in_front_of_the_gateway_http_port_with_the_sar():
+    objs = build()
+    container = objs["Deployment"]["spec"]["template"]["spec"]["containers"][0]
+    args = container["args"]
+    assert "--provider=openshift" in args
+    assert "--upstream=http://kubeflow-ingressgateway.kubeflow-mesh.svc.cluster.local:80" in args
+    sar = [a for a in args if a.startswith("--openshift-sar=")][0]
+    assert json.loads(sar.split("=", 1)[1]) == {"namespace": "kubeflow", "resource": "pods", "verb": "get"}
+    assert "--client-id=kubeflow" in args
+    assert not any(SECRETS["client_secret"] in a for a in args)  # read from a file, never on the command line
+
+
+def test_sar_is_configurable():
+    args = build(sar={"namespace": "ml", "verb": "list"})["Deployment"]["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert '--openshift-sar={"namespace":"ml","resource":"pods","verb":"list"}' in args
+
+
+def test_oauth_client_secret_and_reencrypt_route_with_serving_cert():
+    objs = build()
+    client = objs["OAuthClient"]
+    assert client["secret"] == SECRETS["client_secret"]
+    assert client["redirectURIs"] == ["https://kubeflow.apps.example.com"]
+    secret = objs["Secret"]
+    assert base64.b64decode(secret["data"]["cookie_secret"]).decode() == SECRETS["cookie_secret"]
+    assert objs["Route"]["spec"]["tls"]["termination"] == "reencrypt"
+    assert objs["Route"]["spec"]["host"] == "kubeflow.apps.example.com"
+    tls = objs["Service"]["metadata"]["annotations"][auth.SERVING_CERT]
+    volumes = objs["Deployment"]["spec"]["template"]["spec"]["volumes"]
+    assert {"name": "tls", "secret": {"secretName": tls}} in volumes
+
+
+@pytest.mark.parametrize("flavour, api", [("ossm2", "networking.istio.io/v1alpha3"),
+                                          ("ossm3", "networking.istio.io/v1alpha3")])
+def test_envoy_filter_on_the_gateway_in_gateway_context(flavour, api):
+    ef = build(flavour)["EnvoyFilter"]
+    assert ef["apiVersion"] == api == mesh.istio_api_versions(flavour)["EnvoyFilter"]
+    assert ef["metadata"]["namespace"] == "kubeflow-mesh"
+    assert ef["spec"]["workloadSelector"]["labels"] == {"istio": "kubeflow-ingressgateway"}
+    patch = ef["spec"]["configPatches"][0]
+    assert patch["match"]["context"] == "GATEWAY" and patch["applyTo"] == "HTTP_FILTER"
+    assert patch["patch"]["value"]["typed_config"]["inlineCode"] == LUA
+
+
+@pytest.mark.parametrize("settings, message", [
+    ({"host": ""}, r"auth_host: is required"),
+    ({"host": "Bad_Host"}, r"auth_host: 'Bad_Host' is not a DNS subdomain"),
+    ({"sar": {"verb": ""}}, r"auth_sar.verb: is required"),
+    ({"extra_args": ["skip"]}, r"auth_extra_args: must be a list of --flag=value"),
+    ({"colour": "x"}, r"auth_colour: is not a known setting"),
+])
+def test_bad_settings_name_the_field(settings, message):
+    settings = dict({"host": "kubeflow.apps.example.com"}, **settings)
+    with pytest.raises(DefinitionError, match=message):
+        auth.objects(settings, mesh.gateway_info({}), SECRETS, LUA)
+
+
+def test_bad_secrets_and_lua_are_refused():
+    gateway = mesh.gateway_info({})
+    with pytest.raises(DefinitionError, match="secrets.cookie_secret: must be 16, 24 or 32"):
+        auth.objects({"host": "a.b"}, gateway, dict(SECRETS, cookie_secret="x" * 20), LUA)
+    with pytest.raises(DefinitionError, match="lua_source: must be Lua code"):
+        auth.objects({"host": "a.b"}, gateway, SECRETS, "")
+
+
+def test_an_unknown_gateway_names_the_fix():
+    with pytest.raises(DefinitionError, match="auth_gateway: is not known. Run the service_mesh role"):
+        auth.objects({"host": "a.b"}, {}, SECRETS, LUA)
+    with pytest.raises(DefinitionError, match="auth_gateway.selector: is required"):
+        auth.objects({"host": "a.b"}, {"namespace": "a", "service": "b", "api_versions": {}}, SECRETS, LUA)

@@ -1,0 +1,86 @@
+"""Table tests of the autoscaler builder."""
+import pytest
+
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import autoscaler
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.objects import DefinitionError
+
+CLUSTER = {"max_nodes_total": 24, "cores": {"min": 8, "max": 512}, "memory_gib": {"min": 32, "max": 4096},
+           "gpus": [{"type": "nvidia.com/gpu", "min": 0, "max": 16}],
+           "scale_down": {"enabled": True, "delay_after_add": "10m", "delay_after_delete": "5m",
+                          "delay_after_failure": "30s", "unneeded_time": "10m", "utilization_threshold": "0.4"},
+           "pod_priority_threshold": -10, "balance_similar_node_groups": True}
+
+
+def test_cluster_autoscaler_limits_and_delays():
+    ca = autoscaler.cluster_autoscaler(CLUSTER)
+    assert ca["metadata"] == {"name": "default"} and ca["apiVersion"] == "autoscaling.openshift.io/v1"
+    assert ca["spec"]["resourceLimits"] == {"maxNodesTotal": 24, "cores": {"min": 8, "max": 512},
+                                            "memory": {"min": 32, "max": 4096},
+                                            "gpus": [{"type": "nvidia.com/gpu", "min": 0, "max": 16}]}
+    assert ca["spec"]["scaleDown"] == {"enabled": True, "delayAfterAdd": "10m", "delayAfterDelete": "5m",
+                                       "delayAfterFailure": "30s", "unneededTime": "10m", "utilizationThreshold": "0.4"}
+    assert ca["spec"]["podPriorityThreshold"] == -10 and ca["spec"]["balanceSimilarNodeGroups"] is True
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"max_nodes_total": 0}, r"autoscaler_cluster.max_nodes_total: must be a whole number >= 1"),
+    ({"cores": {"min": 9, "max": 8}}, r"autoscaler_cluster.cores: min 9 is above max 8"),
+    ({"gpus": [{"min": 0, "max": 2}]}, r"autoscaler_cluster.gpus\[0\].type: is required"),
+    ({"gpus": [{"type": "nvidia.com/gpu", "min": 0, "max": 0}]}, r"autoscaler_cluster.gpus\[0\].max"),
+    ({"scale_down": {"delay_after_add": "ten minutes"}}, r"scale_down.delay_after_add: 'ten minutes' is not a duration"),
+    ({"scale_down": {"utilization_threshold": 1.5}}, r"scale_down.utilization_threshold: 1.5 is not a fraction"),
+])
+def test_bad_cluster_settings_name_the_field(change, message):
+    with pytest.raises(DefinitionError, match=message):
+        autoscaler.cluster_autoscaler(dict(CLUSTER, **change))
+
+
+def test_machine_autoscalers_and_targets_from_gpu_entries():
+    entries = [{"name": "gpu-a10g", "max_replicas": 4}, {"name": "gpu-fixed", "autoscaled": False},
+               {"name": "gpu-h100"}]
+    targets = autoscaler.targets(entries, 0, 2)
+    assert targets == [{"name": "gpu-a10g", "min_replicas": 0, "max_replicas": 4},
+                       {"name": "gpu-h100", "min_replicas": 0, "max_replicas": 2}]
+    objs = autoscaler.machine_autoscalers(targets)
+    assert objs[0]["metadata"] == {"name": "gpu-a10g", "namespace": "openshift-machine-api"}
+    assert objs[0]["spec"] == {"minReplicas": 0, "maxReplicas": 4, "scaleTargetRef": {
+        "apiVersion": "machine.openshift.io/v1beta1", "kind": "MachineSet", "name": "gpu-a10g"}}
+
+
+@pytest.mark.parametrize("entry, message", [
+    ({"name": "a", "min_replicas": 3, "max_replicas": 2}, r"autoscaler_machinesets\[0\]: min_replicas 3 is above"),
+    ({"name": "a", "max_replicas": 0}, r"autoscaler_machinesets\[0\].max_replicas: must be a whole number >= 1"),
+    ({"max_replicas": 1}, r"autoscaler_machinesets\[0\].name: is required"),
+])
+def test_bad_machine_autoscalers(entry, message):
+    with pytest.raises(DefinitionError, match=message):
+        autoscaler.machine_autoscalers([entry])
+
+
+def test_priority_classes_and_their_checks():
+    [pc] = autoscaler.priority_classes([{"name": "ai-ml-batch", "value": 1000, "preemption_policy": "Never",
+                                         "description": "batch"}])
+    assert pc == {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": "ai-ml-batch"},
+                  "value": 1000, "globalDefault": False, "description": "batch", "preemptionPolicy": "Never"}
+    for entry, message in [({"name": "system-x", "value": 1}, "reserved"),
+                           ({"name": "x", "value": 2000000000}, r"\.value: must be a whole number between"),
+                           ({"name": "x", "value": 1, "preemption_policy": "Sometimes"}, "not a preemption policy")]:
+        with pytest.raises(DefinitionError, match=message):
+            autoscaler.priority_classes([entry])
+    with pytest.raises(DefinitionError, match="more than one class is global_default"):
+        autoscaler.priority_classes([{"name": "a", "value": 1, "global_default": True},
+                                     {"name": "b", "value": 2, "global_default": True}])
+
+
+def test_watermark_is_off_by_default_and_complete_when_on():
+    off = autoscaler.objects({"priority_classes": [], "cluster_autoscaler": None, "watermark": {"enabled": False}})
+    assert off == []
+    on = autoscaler.objects({"watermark": {"enabled": True, "namespace": "pns", "percentage": 20}})
+    assert [(o["kind"], o["metadata"]["name"]) for o in on] == [
+        ("Namespace", "pns"), ("PriorityClass", "ai-ml-headroom"), ("NodeScalingWatermark", "ai-ml")]
+    spec = on[2]["spec"]
+    assert spec["watermarkPercentage"] == 20 and spec["priorityClassName"] == "ai-ml-headroom"
+    assert spec["nodeSelector"] == {"workload": "ai-ml"} and spec["tolerations"][0]["value"] == "ai-ml"
+    assert on[1]["value"] == -5 and on[1]["preemptionPolicy"] == "Never"
+    with pytest.raises(DefinitionError, match=r"autoscaler_watermark.percentage: must be a whole number from 1 to 100"):
+        autoscaler.watermark({"namespace": "pns", "percentage": 0})

@@ -1,0 +1,148 @@
+"""Table tests of the GPU builder: MachineSet cloning per cloud, validation, operators and operands."""
+import copy
+
+import pytest
+
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import gpu, olm
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.objects import DefinitionError
+
+
+def worker(name="ci-x1-worker-a", cloud_kind="AWSMachineProviderConfig", field="instanceType", value="m6i.xlarge",
+           role="worker", labels=None):
+    return {"apiVersion": "machine.openshift.io/v1beta1", "kind": "MachineSet",
+            "metadata": {"name": name, "namespace": "openshift-machine-api", "uid": "u1", "resourceVersion": "9",
+                         "labels": dict({"machine.openshift.io/cluster-api-cluster": "ci-x1"}, **(labels or {})),
+                         "annotations": {"machine.openshift.io/vCPU": "4"}},
+            "spec": {"replicas": 3,
+                     "selector": {"matchLabels": {"machine.openshift.io/cluster-api-cluster": "ci-x1",
+                                                  "machine.openshift.io/cluster-api-machineset": name}},
+                     "template": {"metadata": {"labels": {
+                         "machine.openshift.io/cluster-api-cluster": "ci-x1",
+                         "machine.openshift.io/cluster-api-machine-role": role,
+                         "machine.openshift.io/cluster-api-machine-type": role,
+                         "machine.openshift.io/cluster-api-machineset": name}},
+                         "spec": {"metadata": {"labels": {"node-role.kubernetes.io/worker": ""}},
+                                  "taints": [{"key": "workload", "value": "other", "effect": "NoExecute"}],
+                                  "providerSpec": {"value": {"kind": cloud_kind, field: value, "zone": "a"}}}}},
+            "status": {"replicas": 3}}
+
+
+ENTRY = {"name": "gpu-a10g", "accelerator": "nvidia-a10g",
+         "instance_type": {"aws": "g5.2xlarge", "azure": "Standard_NV36ads_A10_v5", "gcp": "g2-standard-8"}}
+
+
+@pytest.mark.parametrize("kind, field, cloud, expected", [
+    ("AWSMachineProviderConfig", "instanceType", "aws", "g5.2xlarge"),
+    ("AzureMachineProviderSpec", "vmSize", "azure", "Standard_NV36ads_A10_v5"),
+    ("GCPMachineProviderSpec", "machineType", "gcp", "g2-standard-8"),
+])
+def test_clone_swaps_the_instance_type_per_cloud(kind, field, cloud, expected):
+    source = worker(cloud_kind=kind, field=field)
+    before = copy.deepcopy(source)
+    [ms] = gpu.machinesets([ENTRY], [source])
+    assert source == before  # the source is not modified
+    assert gpu.cloud_of(source) == cloud
+    value = ms["spec"]["template"]["spec"]["providerSpec"]["value"]
+    assert value[field] == expected and value["zone"] == "a" and value["kind"] == kind
+
+
+def test_clone_has_its_own_name_selector_taint_and_node_labels():
+    [ms] = gpu.machinesets([dict(ENTRY, labels={"team": "ml"})], [worker()])
+    assert ms["metadata"] == {"name": "gpu-a10g", "namespace": "openshift-machine-api",
+                              "labels": {"machine.openshift.io/cluster-api-cluster": "ci-x1"}}
+    assert "status" not in ms and ms["spec"]["replicas"] == 0
+    match = ms["spec"]["selector"]["matchLabels"]
+    assert match == {"machine.openshift.io/cluster-api-cluster": "ci-x1",
+                     "machine.openshift.io/cluster-api-machineset": "gpu-a10g"}
+    tlabels = ms["spec"]["template"]["metadata"]["labels"]
+    assert all(tlabels[k] == v for k, v in match.items())
+    assert tlabels["machine.openshift.io/cluster-api-machine-role"] == "worker"
+    tspec = ms["spec"]["template"]["spec"]
+    assert tspec["metadata"]["labels"] == {"node-role.kubernetes.io/worker": "", "team": "ml", "workload": "ai-ml",
+                                           "cluster-api/accelerator": "nvidia-a10g"}
+    assert tspec["taints"] == [{"key": "workload", "value": "ai-ml", "effect": "NoSchedule"}]
+
+
+def test_source_and_first_worker_by_name_and_skips_non_workers_and_kfocp_clones():
+    infra = worker("ci-x1-infra-a", role="infra")
+    clone = worker("aaa-gpu", labels={"app.kubernetes.io/managed-by": "kfocp"})
+    b, a = worker("ci-x1-worker-b", value="b-type"), worker("ci-x1-worker-a")
+    assert [m["metadata"]["name"] for m in gpu.worker_machinesets([infra, clone, b, a])] == \
+        ["ci-x1-worker-a", "ci-x1-worker-b"]
+    [ms] = gpu.machinesets([dict(ENTRY, source="ci-x1-worker-b")], [infra, clone, b, a])
+    assert ms["spec"]["template"]["spec"]["providerSpec"]["value"]["instanceType"] == "g5.2xlarge"
+    with pytest.raises(DefinitionError, match=r"gpu_machinesets\[0\].source: 'ci-x1-infra-a' is not a worker"):
+        gpu.machinesets([dict(ENTRY, source="ci-x1-infra-a")], [infra, a])
+
+
+def test_autoscaled_machineset_keeps_the_count_the_autoscaler_chose():
+    live_gpu = {"metadata": {"name": "gpu-a10g"}, "spec": {"replicas": 4}}
+    [ms] = gpu.machinesets([ENTRY], [worker(), live_gpu])
+    assert ms["spec"]["replicas"] == 4
+    [fixed] = gpu.machinesets([dict(ENTRY, autoscaled=False, replicas=1)], [worker(), live_gpu])
+    assert fixed["spec"]["replicas"] == 1
+
+
+@pytest.mark.parametrize("entries, live, cloud, message", [
+    ([ENTRY], [], None, r"gpu_machinesets: no worker MachineSet in openshift-machine-api to clone"),
+    ([ENTRY], [worker(role="infra")], None, r"no worker MachineSet"),
+    ([dict(ENTRY, instance_type={"azure": "x"})], [worker()], None,
+     r"gpu_machinesets\[0\].instance_type.aws: is required: the MachineSet ci-x1-worker-a to clone runs on aws"),
+    ([dict(ENTRY, instance_type={})], [worker()], None, r"gpu_machinesets\[0\].instance_type: is required"),
+    ([dict(ENTRY, accelerator="")], [worker()], None, r"gpu_machinesets\[0\].accelerator: is required"),
+    ([dict(ENTRY, name="GPU")], [worker()], None, r"gpu_machinesets\[0\].name: 'GPU' is not a DNS label"),
+    ([ENTRY, ENTRY], [worker()], None, r"gpu_machinesets\[1\].name: 'gpu-a10g' is listed twice"),
+    ([dict(ENTRY, replicas=-1)], [worker()], None, r"gpu_machinesets\[0\].replicas: must be a whole number"),
+    ([ENTRY], [worker(cloud_kind="VSphereMachineProviderSpec", field="template")], None,
+     r"gpu_cloud: cannot tell the cloud of MachineSet ci-x1-worker-a"),
+])
+def test_bad_input_names_the_field(entries, live, cloud, message):
+    with pytest.raises(DefinitionError, match=message):
+        gpu.machinesets(entries, live, cloud)
+
+
+def test_no_entries_need_no_worker():
+    assert gpu.machinesets([], []) == []
+
+
+def test_explicit_cloud_and_custom_field_table():
+    source = worker(cloud_kind="VSphereMachineProviderSpec", field="template")
+    [ms] = gpu.machinesets([dict(ENTRY, instance_type={"vsphere": "gpu-template"})], [source], cloud="vsphere",
+                           fields={"vsphere": "template"})
+    assert ms["spec"]["template"]["spec"]["providerSpec"]["value"]["template"] == "gpu-template"
+
+
+def test_operators_namespaces_groups_subscriptions_and_csv_selector():
+    ops = [{"namespace": "openshift-nfd", "package": "nfd", "channel": "stable", "source": "redhat-operators"},
+           {"namespace": "openshift-serverless", "package": "serverless-operator", "channel": "stable",
+            "source": "redhat-operators", "target_namespaces": []}]
+    objs = olm.objects(ops, "gpu_operators")
+    assert [(o["kind"], o["metadata"]["name"]) for o in objs] == [
+        ("Namespace", "openshift-nfd"), ("Namespace", "openshift-serverless"),
+        ("OperatorGroup", "openshift-nfd"), ("OperatorGroup", "openshift-serverless"),
+        ("Subscription", "nfd"), ("Subscription", "serverless-operator")]
+    assert objs[2]["spec"] == {"targetNamespaces": ["openshift-nfd"]} and objs[3]["spec"] == {}
+    assert objs[4]["spec"] == {"channel": "stable", "name": "nfd", "source": "redhat-operators",
+                               "sourceNamespace": "openshift-marketplace", "installPlanApproval": "Automatic"}
+    assert olm.waits(ops, "x")[0]["selector"] == "operators.coreos.com/nfd.openshift-nfd"
+    with pytest.raises(DefinitionError, match=r"gpu_operators\[0\].channel: is required"):
+        olm.objects([{"namespace": "a", "package": "b", "source": "c"}], "gpu_operators")
+
+
+def test_objects_add_the_nfd_namespace_once():
+    objs = gpu.objects({"operators": [], "machinesets": [], "nfd_namespace": "openshift-nfd"})
+    assert [(o["kind"], o["metadata"]["name"]) for o in objs] == [("Namespace", "openshift-nfd")]
+
+
+def test_operands_tolerate_the_taint_and_need_every_cluster_policy_section():
+    spec = dict((s, {"enabled": True}) for s in gpu.CLUSTER_POLICY_SECTIONS)
+    spec["operator"] = {"defaultRuntime": "crio"}
+    nfd, policy = gpu.operands({"nfd": {"spec": {"operand": {"servicePort": 12000}}}, "cluster_policy": {"spec": spec}})
+    assert nfd["metadata"] == {"name": "nfd-instance", "namespace": "openshift-nfd"}
+    assert nfd["spec"]["operand"]["workerTolerations"] == [gpu.TOLERATION]
+    assert policy["kind"] == "ClusterPolicy" and policy["spec"]["daemonsets"]["tolerations"] == [gpu.TOLERATION]
+    assert "tolerations" not in spec["daemonsets"]  # input untouched
+    del spec["dcgm"]
+    with pytest.raises(DefinitionError, match=r"gpu_cluster_policy_spec.dcgm: is required by the ClusterPolicy CRD"):
+        gpu.operands({"cluster_policy": {"spec": spec}})
+    assert gpu.operands({"nfd": {"enabled": False}, "cluster_policy": {"enabled": False}}) == []

@@ -1,0 +1,526 @@
+"""The components role's pure transforms: a table test and a property test for each."""
+import copy
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import given, settings, strategies as st
+
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import manifests as m
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.objects import DefinitionError
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "manifests"
+CATALOG = yaml.safe_load((Path(__file__).resolve().parents[2] / "roles" / "components" / "defaults" /
+                          "main.yml").read_text())["components_catalog"]
+
+
+def deployment(name, image="docker.io/kubeflownotebookswg/app:v1", namespace="kubeflow", sa=None, ctx=None,
+               pod_ctx=None, volumes=None, kind="Deployment", **spec_extra):
+    container = {"name": name, "image": image}
+    if ctx:
+        container["securityContext"] = ctx
+    pod = {"containers": [container]}
+    if sa:
+        pod["serviceAccountName"] = sa
+    if pod_ctx:
+        pod["securityContext"] = pod_ctx
+    if volumes:
+        pod["volumes"] = volumes
+    pod.update(spec_extra)
+    return {"apiVersion": "apps/v1", "kind": kind, "metadata": {"name": name, "namespace": namespace},
+            "spec": {"template": {"metadata": {"labels": {"app": name}}, "spec": pod}}}
+
+
+def rendered_fixture():
+    """The fixture tree rendered with the kubectl the control plane builds, when it is there."""
+    from ansible_collections.kfocp.kubeflow.plugins.module_utils import kustomize
+    try:
+        kubectl = kustomize.find_kubectl()
+    except kustomize.SourceError:
+        pytest.skip("no kubectl to render the fixture with")
+    selected = m.select(dict((name, "managed") for name in CATALOG), CATALOG)
+    return dict((name, [obj for path in paths for obj in kustomize.build_path(kubectl, str(FIXTURE), name, path)])
+                for name, paths in selected.items())
+
+
+# ---------------------------------------------------------------- components
+
+def test_select_returns_managed_components_with_their_paths():
+    chosen = m.select({"pipelines": "managed", "katib": "removed"}, CATALOG)
+    assert chosen == {"pipelines": CATALOG["pipelines"]}
+
+
+@pytest.mark.parametrize("components,message", [
+    ({"pipeline": "managed"}, "components_components.pipeline: unknown component. Use one of"),
+    ({"katib": "enabled"}, "components_components.katib: 'enabled' is not managed or removed"),
+    ("katib", "components_components: must be a mapping"),
+])
+def test_select_rejects_bad_input_naming_the_field(components, message):
+    with pytest.raises(DefinitionError, match=message.replace(".", r"\.").replace("(", r"\(")):
+        m.select(components, CATALOG)
+
+
+def test_select_rejects_a_path_outside_the_tree():
+    with pytest.raises(DefinitionError, match="not a path inside the manifests tree"):
+        m.select({"katib": "managed"}, {"katib": ["../../etc"]})
+
+
+def test_label_components_labels_and_dedupes_identical_objects():
+    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "x"}}
+    objs = m.label_components({"a": [role], "b": [copy.deepcopy(role)]})
+    assert len(objs) == 1 and objs[0]["metadata"]["labels"] == {m.COMPONENT_LABEL: "a"}
+
+
+def test_label_components_rejects_two_different_objects_with_one_identity():
+    one = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": "k"}, "data": {"a": "1"}}
+    two = dict(one, data={"a": "2"})
+    with pytest.raises(DefinitionError, match="also rendered by a, differently"):
+        m.label_components({"a": [one], "b": [two]})
+
+
+# ---------------------------------------------------------------- namespace
+
+def test_set_namespace_moves_objects_subjects_webhooks_and_hosts():
+    objs = [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kubeflow"}},
+        deployment("a"),
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": "b"},
+         "subjects": [{"kind": "ServiceAccount", "name": "a", "namespace": "kubeflow"},
+                      {"kind": "ServiceAccount", "name": "c", "namespace": "other"}]},
+        {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+         "metadata": {"name": "w", "annotations": {"cert-manager.io/inject-ca-from": "kubeflow/cert"}},
+         "webhooks": [{"name": "w", "clientConfig": {"service": {"name": "s", "namespace": "kubeflow"}}}]},
+        {"apiVersion": "networking.istio.io/v1beta1", "kind": "VirtualService",
+         "metadata": {"name": "v", "namespace": "kubeflow"},
+         "spec": {"http": [{"route": [{"destination": {"host": "ml-pipeline-ui.kubeflow.svc.cluster.local"}}]}]}},
+    ]
+    out = m.set_namespace(objs, "ml")
+    assert out[0]["metadata"]["name"] == "ml"
+    assert out[1]["metadata"]["namespace"] == "ml"
+    assert [s["namespace"] for s in out[2]["subjects"]] == ["ml", "other"]
+    assert out[3]["webhooks"][0]["clientConfig"]["service"]["namespace"] == "ml"
+    assert out[3]["metadata"]["annotations"]["cert-manager.io/inject-ca-from"] == "ml/cert"
+    assert out[4]["spec"]["http"][0]["route"][0]["destination"]["host"] == "ml-pipeline-ui.ml.svc.cluster.local"
+    assert objs[1]["metadata"]["namespace"] == "kubeflow"  # input untouched
+
+
+def test_set_namespace_rejects_a_bad_name():
+    with pytest.raises(DefinitionError, match="components_namespace"):
+        m.set_namespace([], "Not_A_Label")
+
+
+@given(st.lists(st.sampled_from(["kubeflow", "istio-system", "other", None]), max_size=12),
+       st.from_regex(r"[a-z][a-z0-9]{0,10}", fullmatch=True))
+def test_set_namespace_property_moves_exactly_the_old_namespace(namespaces, new):
+    objs = [deployment("d%d" % i, namespace=ns) if ns else
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c%d" % i}} for i, ns in enumerate(namespaces)]
+    out = m.set_namespace(objs, new)
+    assert len(out) == len(objs)
+    for before, after in zip(objs, out):
+        old = before["metadata"].get("namespace")
+        assert after["metadata"].get("namespace") == (new if old == "kubeflow" else old)
+    assert m.set_namespace(out, new) == out if new != "kubeflow" else True
+
+
+# ---------------------------------------------------------------- API versions
+
+def test_set_api_versions_rewrites_only_listed_kinds():
+    vs = {"apiVersion": "networking.istio.io/v1alpha3", "kind": "VirtualService", "metadata": {"name": "v"}}
+    gw = {"apiVersion": "networking.istio.io/v1alpha3", "kind": "Gateway", "metadata": {"name": "g"}}
+    out = m.set_api_versions([vs, gw], {"networking.istio.io/VirtualService": "v1beta1"})
+    assert [o["apiVersion"] for o in out] == ["networking.istio.io/v1beta1", "networking.istio.io/v1alpha3"]
+
+
+@given(st.lists(st.tuples(st.sampled_from(["networking.istio.io", "apps", "security.istio.io"]),
+                          st.sampled_from(["v1", "v1beta1", "v1alpha3"]),
+                          st.sampled_from(["VirtualService", "Deployment", "AuthorizationPolicy"])), max_size=10),
+       st.dictionaries(st.sampled_from(["networking.istio.io/VirtualService", "security.istio.io/AuthorizationPolicy"]),
+                       st.sampled_from(["v1", "v1beta1"])))
+def test_set_api_versions_property(kinds, versions):
+    objs = [{"apiVersion": "%s/%s" % (g, v), "kind": k, "metadata": {"name": "o%d" % i}}
+            for i, (g, v, k) in enumerate(kinds)]
+    out = m.set_api_versions(objs, versions)
+    for before, after in zip(objs, out):
+        group = before["apiVersion"].split("/")[0]
+        want = versions.get("%s/%s" % (group, before["kind"]))
+        assert after["apiVersion"] == ("%s/%s" % (group, want) if want else before["apiVersion"])
+        assert after["kind"] == before["kind"] and after["metadata"] == before["metadata"]
+    assert m.set_api_versions(out, versions) == out
+
+
+# ---------------------------------------------------------------- image mirroring
+
+PREFIXES = {"docker.io/kubeflownotebookswg": "registry.example.com/kf", "ghcr.io/kubeflow": "registry.example.com/kfp",
+            "docker.io/kubeflowkatib": "registry.example.com/katib"}
+
+
+@pytest.mark.parametrize("image,target", [
+    ("docker.io/kubeflownotebookswg/jupyter:v1", "registry.example.com/kf/jupyter:v1"),
+    ("kubeflownotebookswg/jupyter:v1", "registry.example.com/kf/jupyter:v1"),
+    ("ghcr.io/kubeflow/kfp-driver:2.5.0", "registry.example.com/kfp/kfp-driver:2.5.0"),
+    ("ghcr.io/kubeflowx/other:1", None),
+    ("mysql:8.4", None),
+])
+def test_map_image(image, target):
+    assert m.map_image(image, PREFIXES) == target
+
+
+def test_map_image_longest_prefix_wins_and_digest_pins():
+    prefixes = {"ghcr.io": "mirror/all", "ghcr.io/kubeflow": "mirror/kf"}
+    digest = "sha256:" + "a" * 64
+    assert m.map_image("ghcr.io/kubeflow/x:1", prefixes) == "mirror/kf/x:1"
+    assert m.map_image("ghcr.io/kubeflow/x:1", prefixes, {"ghcr.io/kubeflow/x:1": digest}) == "mirror/kf/x:1@" + digest
+    with pytest.raises(DefinitionError, match="components_image_digests"):
+        m.map_image("ghcr.io/kubeflow/x:1", prefixes, {"ghcr.io/kubeflow/x:1": "latest"})
+
+
+def test_mirror_images_rewrites_containers_args_env_configmaps_and_custom_resources():
+    dep = deployment("ml-pipeline", image="ghcr.io/kubeflow/kfp-api-server:2.5.0")
+    container = dep["spec"]["template"]["spec"]["containers"][0]
+    container["env"] = [{"name": "V2_LAUNCHER_IMAGE", "value": "ghcr.io/kubeflow/kfp-launcher:2.5.0"}]
+    container["args"] = ["--executor-image", "ghcr.io/kubeflow/argoexec:v3", "--other=ghcr.io/kubeflow/x:1"]
+    dep["spec"]["template"]["spec"]["initContainers"] = [{"name": "init", "image": "busybox:1.36"}]
+    cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "kubeflow"},
+          "data": {"config.yaml": "image:\n  value: kubeflownotebookswg/jupyter-scipy:v1.10.0\n"
+                                  "other: quay.io/unknown/image:v2\nurl: http://ml-pipeline.kubeflow.svc:8888/apis\n"}}
+    cr = {"apiVersion": "serving.kserve.io/v1alpha1", "kind": "ClusterServingRuntime", "metadata": {"name": "s"},
+          "spec": {"containers": [{"name": "k", "image": "docker.io/kubeflowkatib/x:1"}]}}
+    objs, mirror, unmatched = m.mirror_images([dep, cm, cr], PREFIXES)
+    c = objs[0]["spec"]["template"]["spec"]["containers"][0]
+    assert c["image"] == "registry.example.com/kfp/kfp-api-server:2.5.0"
+    assert c["env"][0]["value"] == "registry.example.com/kfp/kfp-launcher:2.5.0"
+    assert c["args"] == ["--executor-image", "registry.example.com/kfp/argoexec:v3", "--other=registry.example.com/kfp/x:1"]
+    assert "registry.example.com/kf/jupyter-scipy:v1.10.0" in objs[1]["data"]["config.yaml"]
+    assert "http://ml-pipeline.kubeflow.svc:8888/apis" in objs[1]["data"]["config.yaml"]
+    assert objs[2]["spec"]["containers"][0]["image"] == "registry.example.com/katib/x:1"
+    assert unmatched == ["busybox:1.36", "quay.io/unknown/image:v2"]
+    assert {"source": "docker.io/kubeflownotebookswg/jupyter-scipy:v1.10.0",
+            "target": "registry.example.com/kf/jupyter-scipy:v1.10.0"} in mirror
+    assert m.mirror_lines(mirror)[0].count("=") == 1
+    assert dep["spec"]["template"]["spec"]["containers"][0]["image"].startswith("ghcr.io")  # input untouched
+
+
+def test_mirror_images_with_an_empty_map_reports_every_image_unmatched():
+    objs, mirror, unmatched = m.mirror_images([deployment("a", image="ghcr.io/kubeflow/a:1")], {})
+    assert mirror == [] and unmatched == ["ghcr.io/kubeflow/a:1"]
+
+
+def test_mirror_images_rejects_a_prefix_with_a_tag():
+    with pytest.raises(DefinitionError, match="components_image_prefixes"):
+        m.mirror_images([], {"ghcr.io/kubeflow/x:1": "mirror"})
+
+
+_IMAGE = st.builds(lambda reg, path, tag: "%s/%s:%s" % (reg, path, tag),
+                   st.sampled_from(["docker.io/kubeflownotebookswg", "ghcr.io/kubeflow", "quay.io/other", "gcr.io/x"]),
+                   st.from_regex(r"[a-z][a-z0-9-]{0,8}", fullmatch=True), st.from_regex(r"v[0-9]{1,2}", fullmatch=True))
+
+
+@settings(max_examples=60)
+@given(st.lists(st.lists(_IMAGE, min_size=1, max_size=3), max_size=6))
+def test_mirror_images_property(image_sets):
+    objs = []
+    for i, images in enumerate(image_sets):
+        dep = deployment("d%d" % i, image=images[0])
+        dep["spec"]["template"]["spec"]["initContainers"] = [
+            {"name": "i%d" % j, "image": img} for j, img in enumerate(images[1:])]
+        objs.append(dep)
+    before = copy.deepcopy(objs)
+    out, mirror, unmatched = m.mirror_images(objs, PREFIXES)
+    assert objs == before
+    targets = set(PREFIXES.values())
+    for obj in out:
+        for container in m.containers(m.pod_spec(obj)):
+            image = container["image"]
+            assert any(image.startswith(t + "/") for t in targets) or image in unmatched
+    sources = set(e["source"] for e in mirror)
+    for images in image_sets:
+        for image in images:
+            assert (m.normalise_image(image) in sources) != (image in unmatched)
+    again, mirror_again, unmatched_again = m.mirror_images(out, PREFIXES)
+    assert again == out and mirror_again == [] and unmatched_again == unmatched
+
+
+# ---------------------------------------------------------------- sidecars
+
+def test_inject_sidecars_labels_namespace_and_annotates_every_workload():
+    ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kubeflow"}}
+    auth = deployment("authservice", kind="StatefulSet", namespace="istio-system")
+    envoy = deployment("metadata-envoy-deployment")
+    envoy["spec"]["template"]["metadata"]["annotations"] = {m.INJECT: "false"}
+    cron = {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "c", "namespace": "kubeflow"},
+            "spec": {"jobTemplate": {"spec": {"template": {"spec": {"containers": []}}}}}}
+    svc = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s", "namespace": "kubeflow"}}
+    out = m.inject_sidecars([ns, auth, envoy, cron, svc, deployment("skipped")], "kubeflow", exclude=("skipped",))
+    assert out[0]["metadata"]["labels"] == {"istio-injection": "enabled"}
+    assert out[1]["spec"]["template"]["metadata"]["annotations"] == {m.INJECT: "true", m.EXCLUDE_OUTBOUND: "443"}
+    assert out[2]["spec"]["template"]["metadata"]["annotations"] == {m.INJECT: "true"}
+    assert out[3]["spec"]["jobTemplate"]["spec"]["template"]["metadata"]["annotations"] == {m.INJECT: "true"}
+    assert "annotations" not in out[4]["metadata"]
+    assert "annotations" not in out[5]["spec"]["template"]["metadata"]
+
+
+def test_inject_sidecars_with_a_revision_uses_the_revision_label():
+    ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kf", "labels": {"istio-injection": "enabled"}}}
+    assert m.inject_sidecars([ns], "kf", revision="basic")[0]["metadata"]["labels"] == {"istio.io/rev": "basic"}
+
+
+@given(st.lists(st.tuples(st.sampled_from(["Deployment", "StatefulSet", "DaemonSet", "Job"]),
+                          st.sampled_from(["authservice", "a", "b"]), st.booleans()), max_size=8, unique_by=lambda t: t[1]))
+def test_inject_sidecars_property(workloads):
+    objs = []
+    for kind, name, annotated in workloads:
+        obj = deployment(name, kind=kind)
+        if annotated:
+            obj["spec"]["template"]["metadata"]["annotations"] = {m.INJECT: "false", "keep": "me"}
+        objs.append(obj)
+    out = m.inject_sidecars(objs, "kubeflow")
+    for before, after in zip(objs, out):
+        annotations = after["spec"]["template"]["metadata"]["annotations"]
+        assert annotations[m.INJECT] == "true"
+        assert (annotations.get(m.EXCLUDE_OUTBOUND) == "443") == (before["metadata"]["name"] == "authservice")
+        old = before["spec"]["template"]["metadata"].get("annotations") or {}
+        assert all(annotations[k] == v for k, v in old.items() if k != m.INJECT)
+    assert m.inject_sidecars(out, "kubeflow") == out
+
+
+# ---------------------------------------------------------------- VirtualServices
+
+def test_adapt_virtualservices_sets_gateway_hosts_and_export_to():
+    vs = {"apiVersion": "networking.istio.io/v1beta1", "kind": "VirtualService", "metadata": {"name": "v"},
+          "spec": {"gateways": ["kubeflow/kubeflow-gateway", "mesh"], "hosts": ["*"]}}
+    out = m.adapt_virtualservices([vs], "istio-system/corp-gateway", ["kubeflow.example.com"], ["."])
+    assert out[0]["spec"] == {"gateways": ["istio-system/corp-gateway", "mesh"], "hosts": ["kubeflow.example.com"],
+                              "exportTo": ["."]}
+    assert m.adapt_virtualservices([vs]) == [vs]
+    with pytest.raises(DefinitionError, match="components_vs_gateway"):
+        m.adapt_virtualservices([vs], "corp-gateway")
+
+
+@given(st.lists(st.lists(st.sampled_from(["kubeflow-gateway", "kubeflow/kubeflow-gateway", "mesh"]), min_size=1,
+                         max_size=3), max_size=5),
+       st.lists(st.from_regex(r"[a-z]{1,6}\.example\.com", fullmatch=True), max_size=2))
+def test_adapt_virtualservices_property(gateway_lists, hosts):
+    objs = [{"apiVersion": "networking.istio.io/v1beta1", "kind": "VirtualService", "metadata": {"name": "v%d" % i},
+             "spec": {"gateways": gws, "hosts": ["*"]}} for i, gws in enumerate(gateway_lists)]
+    out = m.adapt_virtualservices(objs, "corp/gw", hosts or None)
+    for before, after in zip(objs, out):
+        assert len(after["spec"]["gateways"]) == len(before["spec"]["gateways"])
+        assert set(after["spec"]["gateways"]) <= {"corp/gw", "mesh"}
+        assert after["spec"]["hosts"] == (hosts or ["*"])
+    assert m.adapt_virtualservices(out, "corp/gw", hosts or None) == out
+
+
+# ---------------------------------------------------------------- metadata-envoy
+
+@pytest.mark.parametrize("container,args", [
+    ({}, ["/etc/envoy.yaml", "--base-id", "1"]),
+    ({"args": ["/cfg.yaml"]}, ["/cfg.yaml", "--base-id", "1"]),
+    ({"args": ["/cfg.yaml", "--base-id", "7"]}, ["/cfg.yaml", "--base-id", "1"]),
+    ({"command": ["envoy"]}, ["--base-id", "1"]),
+])
+def test_metadata_envoy_base_id(container, args):
+    dep = deployment("metadata-envoy-deployment")
+    dep["spec"]["template"]["spec"]["containers"][0].update(container)
+    out = m.metadata_envoy_base_id([dep, deployment("other")])
+    assert out[0]["spec"]["template"]["spec"]["containers"][0]["args"] == args
+    assert "args" not in out[1]["spec"]["template"]["spec"]["containers"][0]
+
+
+@given(st.lists(st.sampled_from(["/etc/envoy.yaml", "-l", "debug", "--base-id", "3"]), max_size=4),
+       st.integers(min_value=0, max_value=9))
+def test_metadata_envoy_base_id_property(args, base_id):
+    if args and args[-1] == "--base-id":
+        args = args + ["2"]
+    dep = deployment("metadata-envoy-deployment")
+    if args:
+        dep["spec"]["template"]["spec"]["containers"][0]["args"] = args
+    out = m.metadata_envoy_base_id([dep], base_id=base_id)
+    got = out[0]["spec"]["template"]["spec"]["containers"][0]["args"]
+    at = got.index("--base-id")
+    assert got[at + 1] == str(base_id) and got.count("--base-id") == 1
+    assert got[-2:] == ["--base-id", str(base_id)]
+    assert m.metadata_envoy_base_id(out, base_id=base_id) == out
+
+
+# ---------------------------------------------------------------- external Argo
+
+ARGO_CM = {"apiVersion": "v1", "kind": "ConfigMap",
+           "metadata": {"name": "workflow-controller-configmap", "namespace": "kubeflow"},
+           "data": {"artifactRepository": "archiveLogs: true\ns3:\n  endpoint: minio-service.kubeflow:9000\n"
+                                          "  bucket: mlpipeline\n  keyFormat: artifacts/{{workflow.name}}\n"
+                                          "  accessKeySecret:\n    name: mlpipeline-minio-artifact\n"
+                                          "    key: accesskey\n"}}
+S3 = {"endpoint": "s3.example.com", "bucket": "kfp", "secret": "kfp-s3", "region": "eu-1"}
+
+
+def test_external_argo_drops_argo_and_points_at_s3_by_secret_reference():
+    objs = [ARGO_CM, deployment("workflow-controller"), deployment("ml-pipeline"),
+            {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+             "metadata": {"name": "workflows.argoproj.io"}},
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+             "metadata": {"name": "argo-aggregate-to-admin"}}]
+    out = m.external_argo(objs, S3)
+    assert [o["metadata"]["name"] for o in out] == ["workflow-controller-configmap", "ml-pipeline"]
+    repo = yaml.safe_load(out[0]["data"]["artifactRepository"])
+    assert repo["s3"] == {"endpoint": "s3.example.com", "bucket": "kfp", "region": "eu-1", "insecure": False,
+                          "keyFormat": "artifacts/{{workflow.name}}",
+                          "accessKeySecret": {"name": "kfp-s3", "key": "accesskey"},
+                          "secretKeySecret": {"name": "kfp-s3", "key": "secretkey"}}
+    assert repo["archiveLogs"] is True
+
+
+def test_external_argo_writes_plain_yaml_from_str_subclasses():
+    class Tagged(str):
+        """A str subclass, as templated values can be; safe_dump refuses them."""
+    out = m.external_argo([ARGO_CM], dict((k, Tagged(v)) for k, v in S3.items()))
+    assert yaml.safe_load(out[0]["data"]["artifactRepository"])["s3"]["bucket"] == "kfp"
+
+
+@pytest.mark.parametrize("s3,message", [({"bucket": "b", "secret": "s"}, "components_argo_s3.endpoint: is required"),
+                                        ({"endpoint": "e", "bucket": "b"}, "components_argo_s3.secret: is required")])
+def test_external_argo_requires_endpoint_bucket_and_secret(s3, message):
+    with pytest.raises(DefinitionError, match=message):
+        m.external_argo([ARGO_CM], s3)
+
+
+def test_external_argo_without_the_configmap_fails():
+    with pytest.raises(DefinitionError, match="components_argo_external: no ConfigMap workflow-controller-configmap"):
+        m.external_argo([deployment("x")], S3)
+
+
+@given(st.lists(st.sampled_from(["workflow-controller", "argo", "ml-pipeline", "katib", "argo-x"]), max_size=6,
+                unique=True),
+       st.from_regex(r"[a-z][a-z0-9-]{2,10}", fullmatch=True))
+def test_external_argo_property(names, secret):
+    objs = [ARGO_CM] + [{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": n, "namespace": "kubeflow"}}
+                        for n in names]
+    out = m.external_argo(objs, dict(S3, secret=secret))
+    kept = [o["metadata"]["name"] for o in out[1:]]
+    assert kept == [n for n in names if n != "argo"]
+    text = out[0]["data"]["artifactRepository"]
+    assert text.count("name: %s" % secret) == 2 and "mlpipeline-minio-artifact" not in text
+
+
+# ---------------------------------------------------------------- SCC derivation
+
+@pytest.mark.parametrize("obj,scc,why", [
+    (deployment("mysql", sa="mysql", ctx={"runAsUser": 999}), "anyuid", "fixed UID 999"),
+    (deployment("root", sa="r", pod_ctx={"runAsUser": 0}), "anyuid", "runs as root"),
+    (deployment("p", sa="p", ctx={"privileged": True}), "privileged", "is privileged"),
+    (deployment("c", sa="c", ctx={"capabilities": {"add": ["NET_ADMIN"]}}), "privileged", "adds NET_ADMIN"),
+    (deployment("h", sa="h", volumes=[{"name": "x", "hostPath": {"path": "/x"}}], kind="DaemonSet"), "privileged",
+     "hostPath"),
+    (deployment("n", sa="n", hostNetwork=True), "privileged", "hostNetwork"),
+])
+def test_derive_scc(obj, scc, why):
+    grants = m.derive_scc([obj])
+    assert len(grants) == 1 and grants[0]["scc"] == scc and why in grants[0]["reason"]
+    assert grants[0]["namespace"] == "kubeflow" and grants[0]["serviceaccount"] == obj["spec"]["template"]["spec"][
+        "serviceAccountName"]
+
+
+@pytest.mark.parametrize("obj", [
+    deployment("plain", sa="plain"),
+    deployment("bind", sa="bind", ctx={"capabilities": {"add": ["NET_BIND_SERVICE"], "drop": ["ALL"]}}),
+    deployment("ranged", sa="ranged", ctx={"runAsUser": 1000660005}),
+])
+def test_derive_scc_needs_nothing(obj):
+    assert m.derive_scc([obj], uid_range={"start": 1000660000, "size": 10000}) == []
+
+
+def test_derive_scc_keeps_the_strongest_per_service_account_and_the_fixed_uid_choice():
+    objs = [deployment("a", sa="shared", ctx={"runAsUser": 1000}),
+            deployment("b", sa="shared", ctx={"privileged": True}), deployment("c", sa="other", ctx={"runAsUser": 1000})]
+    grants = m.derive_scc(objs, fixed_uid_scc="nonroot-v2")
+    assert [(g["serviceaccount"], g["scc"]) for g in grants] == [("other", "nonroot-v2"), ("shared", "privileged")]
+    assert "Deployment a" in grants[1]["reason"] and "Deployment b" in grants[1]["reason"]
+    bindings = m.scc_objects(grants)
+    assert [b["metadata"]["name"] for b in bindings] == ["kfocp-components-scc-nonroot-v2-other",
+                                                         "kfocp-components-scc-privileged-shared"]
+    assert bindings[1]["roleRef"]["name"] == "system:openshift:scc:privileged"
+    table = m.audit_table(grants)
+    assert table[0].split() == ["SERVICE", "ACCOUNT", "NAMESPACE", "SCC", "REASON"] and "privileged" in table[2]
+
+
+_CTX = st.fixed_dictionaries({}, optional={"runAsUser": st.sampled_from([0, 999, 1000660001]),
+                                           "privileged": st.booleans(),
+                                           "capabilities": st.fixed_dictionaries(
+                                               {"add": st.lists(st.sampled_from(["NET_BIND_SERVICE", "SYS_ADMIN"]),
+                                                                max_size=2)})})
+
+
+@given(st.lists(st.tuples(st.sampled_from(["a", "b", "c"]), _CTX, st.booleans()), max_size=8))
+def test_derive_scc_property(pods):
+    objs = [deployment("w%d" % i, sa=sa, ctx=ctx, volumes=[{"name": "h", "hostPath": {"path": "/"}}] if host else None)
+            for i, (sa, ctx, host) in enumerate(pods)]
+    grants = m.derive_scc(objs, uid_range={"start": 1000660000, "size": 10000})
+    by_sa = dict((g["serviceaccount"], g["scc"]) for g in grants)
+    assert len(by_sa) == len(grants)
+    for sa in set(p[0] for p in pods):
+        ctxs = [(ctx, host) for s, ctx, host in pods if s == sa]
+        privileged = any(c.get("privileged") or host or "SYS_ADMIN" in (c.get("capabilities") or {}).get("add", [])
+                         for c, host in ctxs)
+        anyuid = any(c.get("runAsUser") in (0, 999) for c, host in ctxs)
+        expected = "privileged" if privileged else "anyuid" if anyuid else None
+        assert by_sa.get(sa) == expected
+
+
+# ---------------------------------------------------------------- the whole pipeline on the fixture tree
+
+def test_assemble_on_the_fixture_tree():
+    rendered = rendered_fixture()
+    options = {"namespace": "ml", "api_versions": {"networking.istio.io/VirtualService": "v1beta1"},
+               "mirror": {"prefixes": PREFIXES}, "sidecar": {}, "virtualservice": {"gateway": "istio-system/gw"},
+               "metadata_envoy": {}, "argo": {"s3": S3}, "scc": {}}
+    result = m.assemble(rendered, options)
+    objs = result["objects"]
+    kinds = dict(((o["kind"], o["metadata"]["name"]), o) for o in objs)
+    assert ("Deployment", "workflow-controller") not in kinds and ("CustomResourceDefinition", "workflows.argoproj.io") \
+        not in kinds
+    assert ("CustomResourceDefinition", "clusterservingruntimes.serving.kserve.io") in kinds
+    ns = kinds[("Namespace", "ml")]
+    assert ns["metadata"]["labels"]["istio-injection"] == "enabled"
+    assert ns["metadata"]["annotations"] == {"kfocp.io/ownership": "ensure", "kfocp.io/set": "namespaces"}
+    envoy = kinds[("Deployment", "metadata-envoy-deployment")]
+    assert envoy["metadata"]["namespace"] == "ml"
+    assert envoy["spec"]["template"]["spec"]["containers"][0]["args"] == ["/etc/envoy.yaml", "--base-id", "1"]
+    assert envoy["spec"]["template"]["metadata"]["annotations"][m.INJECT] == "true"
+    vs = kinds[("VirtualService", "ml-pipeline-ui")]
+    assert vs["apiVersion"] == "networking.istio.io/v1beta1" and vs["spec"]["gateways"] == ["istio-system/gw"]
+    grants = dict((g["serviceaccount"], g["scc"]) for g in result["grants"])
+    assert grants["kserve-localmodelnode-agent"] == "privileged" and grants["mysql"] == "anyuid"
+    assert grants["katib-mysql"] == "anyuid" and "argo" not in grants
+    assert ("RoleBinding", "kfocp-components-scc-privileged-kserve-localmodelnode-agent") in kinds
+    assert "mysql:8.4" in result["unmatched_images"] and "docker.io/library/mysql:8.4" not in \
+        [e["source"] for e in result["mirror"]]
+    assert all(o["metadata"]["labels"].get(m.COMPONENT_LABEL) for o in objs if o["kind"] != "Namespace")
+    render = m.assemble(rendered, dict(options, render=True))
+    assert not any("kfocp.io/ownership" in (o["metadata"].get("annotations") or {}) for o in render["objects"])
+
+
+def test_assemble_property_input_untouched_and_deterministic():
+    rendered = rendered_fixture()
+    before = copy.deepcopy(rendered)
+    options = {"mirror": {"prefixes": PREFIXES}, "sidecar": {}, "metadata_envoy": {}, "scc": {}}
+    first = m.assemble(rendered, options)
+    assert rendered == before
+    assert m.assemble(rendered, options) == first
+
+
+def test_kustomize_names_the_malformed_file(tmp_path):
+    from ansible_collections.kfocp.kubeflow.plugins.module_utils import kustomize
+    try:
+        kubectl = kustomize.find_kubectl()
+    except kustomize.SourceError:
+        pytest.skip("no kubectl")
+    tree = tmp_path / "tree"
+    subprocess.run(["cp", "-r", str(FIXTURE), str(tree)], check=True)
+    bad = tree / "applications/katib/upstream/installs/katib-with-kubeflow/katib-config.yaml"
+    bad.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n data: [\n")
+    with pytest.raises(kustomize.SourceError) as err:
+        kustomize.build_path(kubectl, str(tree), "katib", CATALOG["katib"][0])
+    text = str(err.value)
+    assert text.startswith("component katib: kustomize build of applications/katib")
+    assert "MalformedYAMLError" in text
+    assert "malformed YAML in applications/katib/upstream/installs/katib-with-kubeflow/katib-config.yaml" in text

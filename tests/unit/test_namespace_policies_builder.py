@@ -1,0 +1,141 @@
+"""Table tests of the namespace policies builder."""
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import namespace_policies as np
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.objects import OWNERSHIP, SHARED, DefinitionError
+
+ROOT = Path(__file__).resolve().parents[2]
+PROFILE_LABELS = {"app.kubernetes.io/part-of": "kubeflow-profile", "istio-injection": "enabled"}
+
+
+def ns(name, labels=None, owner="alice@example.com", phase="Active"):
+    return {"metadata": {"name": name, "labels": labels or {}, "annotations": {"owner": owner}}, "status": {"phase": phase}}
+
+
+def index(objs):
+    return {(o["kind"], o["metadata"].get("namespace"), o["metadata"]["name"]): o for o in objs}
+
+
+def test_role_defaults_are_plain_yaml_and_match_the_builder():
+    defaults = yaml.safe_load((ROOT / "roles/namespace_policies/defaults/main.yml").read_text())
+    assert "{{" not in json.dumps(defaults)
+    for key, value in np.DEFAULTS.items():
+        assert defaults[key] == value, key
+
+
+def test_profile_namespace_gets_every_default_policy():
+    objs = index(np.objects_for_namespace(ns("team-a", PROFILE_LABELS), {}))
+    patch = objs[("Namespace", None, "team-a")]
+    assert patch["metadata"]["annotations"][OWNERSHIP] == SHARED
+    assert json.loads(patch["metadata"]["annotations"][np.DEFAULT_TOLERATIONS]) == [
+        {"key": "workload", "operator": "Equal", "value": "ai-ml", "effect": "NoSchedule"}]
+    member = objs[("ServiceMeshMember", "team-a", "default")]
+    assert member["spec"]["controlPlaneRef"] == {"name": "data-science-smcp", "namespace": "istio-system"}
+    limits = objs[("LimitRange", "team-a", np.LIMITRANGE)]["spec"]["limits"][0]
+    assert limits["type"] == "Container" and limits["default"]["memory"] == "2Gi"
+    assert sorted(key[0] for key in objs) == ["LimitRange", "Namespace", "ServiceMeshMember"]
+
+
+@pytest.mark.parametrize("settings, present, absent", [
+    ({"namespace_policies_serverless": True}, [("NetworkPolicy", np.NETWORKPOLICY), ("AuthorizationPolicy", "kfocp-knative-kserve-predictor")], []),
+    ({"namespace_policies_serverless": False}, [], ["NetworkPolicy", "AuthorizationPolicy"]),
+    ({"namespace_policies_scc": "nonroot"}, [("RoleBinding", "kfocp-scc-nonroot-default-editor")], []),
+    ({"namespace_policies_mesh_mode": "none"}, [], ["ServiceMeshMember"]),
+    ({"namespace_policies_limitrange": {}}, [], ["LimitRange"]),
+    ({"namespace_policies_tolerations_mode": "gatekeeper"}, [], ["Namespace"]),
+    ({"namespace_policies_data_lake": True, "namespace_policies_data_lake_role_template": "arn:aws:iam::1:role/kf-{namespace}"},
+     [("ServiceAccount", "default-editor")], []),
+    ({"namespace_policies_data_lake": False, "namespace_policies_data_lake_role_template": "arn:aws:iam::1:role/kf-{namespace}"},
+     [], ["ServiceAccount"]),
+])
+def test_options_switch_policies_on_and_off(settings, present, absent):
+    objs = np.objects_for_namespace(ns("team-a", PROFILE_LABELS), settings)
+    kinds = set((o["kind"], o["metadata"]["name"]) for o in objs)
+    for item in present:
+        assert item in kinds
+    assert not [o for o in objs if o["kind"] in absent]
+
+
+def test_serverless_policies_are_scoped_to_their_sources():
+    objs = index(np.objects_for_namespace(ns("t", PROFILE_LABELS), {"namespace_policies_serverless": True}))
+    netpol = objs[("NetworkPolicy", "t", np.NETWORKPOLICY)]["spec"]
+    assert netpol["ingress"] == [{"from": [{"namespaceSelector": {"matchLabels": {np.KNATIVE_SYSTEM_LABEL: "true"}}}]}]
+    policy = objs[("AuthorizationPolicy", "t", "kfocp-knative-kserve-predictor")]["spec"]
+    assert policy["selector"] == {"matchLabels": {"component": "predictor"}}
+    assert policy["rules"] == [{"from": [{"source": {"principals": np.DEFAULTS["namespace_policies_serverless_principals"]}}]}]
+    assert {} not in policy["rules"]
+
+
+def test_data_lake_annotates_only_the_profile_service_account_with_its_own_role():
+    settings = {"namespace_policies_data_lake": True, "namespace_policies_data_lake_role_template": "arn:aws:iam::1:role/kf-{namespace}",
+                "namespace_policies_data_lake_roles": {"b": "arn:aws:iam::1:role/special"}}
+    namespaces = [ns("a", PROFILE_LABELS), ns("b", PROFILE_LABELS), ns("c", PROFILE_LABELS)]
+    accounts = [{"metadata": {"namespace": "a", "name": "default-editor"}}, {"metadata": {"namespace": "b", "name": "default-editor"}}]
+    objs = [o for o in np.objects(namespaces, settings, serviceaccounts=accounts) if o["kind"] == "ServiceAccount"]
+    assert [(o["metadata"]["namespace"], o["metadata"]["annotations"]["eks.amazonaws.com/role-arn"]) for o in objs] == [
+        ("a", "arn:aws:iam::1:role/kf-a"), ("b", "arn:aws:iam::1:role/special")]  # c: its account does not exist yet
+    assert all(o["metadata"]["name"] == "default-editor" and o["metadata"]["annotations"][OWNERSHIP] == SHARED for o in objs)
+
+
+def test_other_namespaces_get_a_whitelist_that_is_not_empty_except_the_exclusions():
+    everything = [ns("team-a", PROFILE_LABELS), ns("web"), ns("default"), ns("kube-system"), ns("openshift-monitoring"),
+                  ns("nvidia-gpu-operator"), ns("gone", phase="Terminating")]
+    objs = np.objects([everything[0]], {}, all_namespaces=everything)
+    whitelisted = [o["metadata"]["name"] for o in objs if np.WHITELIST in o["metadata"].get("annotations", {})]
+    assert whitelisted == ["web"]
+    value = json.loads(index(objs)[("Namespace", None, "web")]["metadata"]["annotations"][np.WHITELIST])
+    assert value and not [t for t in value if t.get("key") == "workload"]
+
+
+def test_namespaces_kfocp_created_get_no_whitelist_patch():
+    platform = ns("kubeflow", {"app.kubernetes.io/managed-by": "kfocp", "kfocp.io/instance": "x"})
+    objs = np.objects([], {}, all_namespaces=[platform, ns("web")])
+    assert [o["metadata"]["name"] for o in objs] == ["web"]
+
+
+def test_non_profile_namespaces_in_the_input_get_no_policies():
+    objs = np.objects([ns("web"), ns("team-a", PROFILE_LABELS)], {})
+    assert set(o["metadata"].get("namespace") or o["metadata"]["name"] for o in objs) == {"team-a"}
+
+
+def test_gatekeeper_mode_emits_assignmetadata_instead_of_annotations():
+    objs = np.objects([ns("team-a", PROFILE_LABELS)], {"namespace_policies_tolerations_mode": "gatekeeper"},
+                      all_namespaces=[ns("web")])
+    mutations = index(o for o in objs if o["kind"] == "AssignMetadata")
+    assert sorted(key[2] for key in mutations) == ["kfocp-gpu-tolerations-whitelist", "kfocp-profile-gpu-tolerations"]
+    assert not [o for o in objs if o["kind"] == "Namespace"]
+    whitelist = mutations[("AssignMetadata", None, "kfocp-gpu-tolerations-whitelist")]["spec"]
+    assert "nvidia-gpu-operator" in whitelist["match"]["excludedNamespaces"]
+    assert whitelist["location"] == 'metadata.annotations."%s"' % np.WHITELIST
+
+
+def test_memberroll_keeps_the_owners_members_and_drops_only_its_own():
+    live = {"metadata": {"name": "default", "namespace": "istio-system", "annotations": {np.MEMBERS_ANNOTATION: "old,team-a"}},
+            "spec": {"members": ["kubeflow", "old", "team-a"]}}
+    objs = np.objects([ns("team-a", PROFILE_LABELS), ns("team-b", PROFILE_LABELS)], {"namespace_policies_mesh_mode": "memberroll"},
+                      memberroll=live)
+    roll = index(objs)[("ServiceMeshMemberRoll", "istio-system", "default")]
+    assert roll["spec"]["members"] == ["kubeflow", "team-a", "team-b"]
+    assert roll["metadata"]["annotations"][OWNERSHIP] == SHARED
+    assert roll["metadata"]["annotations"][np.MEMBERS_ANNOTATION] == "team-a,team-b"
+    assert not [o for o in objs if o["kind"] == "ServiceMeshMember"]
+
+
+@pytest.mark.parametrize("settings, message", [
+    ({"namespace_policies_mesh_mode": "sidecar"}, r"namespace_policies_mesh_mode: 'sidecar' is not one of"),
+    ({"namespace_policies_gpu_tolerations": [{"key": "a", "operator": "Maybe"}]}, r"namespace_policies_gpu_tolerations\[0\]\.operator"),
+    ({"namespace_policies_limitrange": {"default": {"cpu": "one"}}}, r"namespace_policies_limitrange\.default\.cpu: 'one' is not a valid quantity"),
+    ({"namespace_policies_scc": "root"}, r"namespace_policies_scc: 'root' is not a known SCC"),
+    ({"namespace_policies_serverless": True, "namespace_policies_serverless_principals": []}, r"namespace_policies_serverless_principals: must list"),
+    ({"namespace_policies_data_lake": True}, r"namespace_policies_data_lake_role_template: is empty"),
+    ({"namespace_policies_data_lake": True, "namespace_policies_data_lake_role_template": "arn:{profile}"}, r"unknown placeholder \{profile\}"),
+    ({"namespace_policies_selector": "part-of"}, r"namespace_policies_selector: 'part-of' is not key=value"),
+    ({"namespace_policies_mesh_mode": "memberroll"}, r"no ServiceMeshMemberRoll default in istio-system"),
+])
+def test_bad_settings_name_the_variable(settings, message):
+    with pytest.raises(DefinitionError, match=message):
+        np.objects([ns("team-a", PROFILE_LABELS)], settings)

@@ -1,0 +1,126 @@
+"""Table tests of the pure object helpers."""
+from decimal import Decimal
+
+import pytest
+
+from ansible_collections.kfocp.kubeflow.plugins.module_utils import objects as o
+
+
+@pytest.mark.parametrize("text, value", [
+    ("1", Decimal(1)), ("1000m", Decimal(1)), ("0.5", Decimal("0.5")), ("500m", Decimal("0.5")),
+    ("1Gi", Decimal(2 ** 30)), ("1024Mi", Decimal(2 ** 30)), ("1e3", Decimal(1000)), ("1k", Decimal(1000)),
+    (2, Decimal(2)), ("lots", None), ("", None), (True, None), (None, None), ("1Qi", None),
+])
+def test_parse_quantity(text, value):
+    assert o.parse_quantity(text) == value
+
+
+@pytest.mark.parametrize("live, desired, expected", [
+    ({"a": 1, "b": 2}, {"a": 1}, True),
+    ({"a": 1}, {"a": 2}, False),
+    ({"a": 1}, {"b": 1}, False),
+    ({"a": 1}, {"b": None}, True),
+    ({"a": 1}, {"b": {}}, True),
+    ({"l": [1, 2]}, {"l": [1, 2]}, True),
+    ({"l": [1, 2, 3]}, {"l": [1, 2]}, False),
+    ({"l": [{"n": 1, "x": 9}]}, {"l": [{"n": 1}]}, True),
+    ({"hard": {"cpu": "1"}}, {"hard": {"cpu": "1000m"}}, True),
+    ({"hard": {"memory": "1Gi"}}, {"hard": {"memory": "1024Mi"}}, True),
+    ({"data": {"cpu": "1"}}, {"data": {"cpu": "1000m"}}, False),  # not a quantity field
+    ({"x": "1"}, {"x": 1}, False),
+    ({"x": 1}, {"x": 1.0}, True),
+    ({"x": True}, {"x": 1}, False),
+    ({"x": {"y": 1}}, {"x": "y"}, False),
+])
+def test_contains(live, desired, expected):
+    assert o.contains(live, desired) is expected
+
+
+def test_prepare_labels_owned_objects_and_hashes_them():
+    obj = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": "n",
+                                                                 "labels": {"app.kubernetes.io/part-of": "kubeflow"}}}
+    prepared, mode = o.prepare(obj, "prod", "profiles")
+    assert mode == o.OWNED
+    labels = prepared["metadata"]["labels"]
+    assert labels == {o.MANAGED_BY: "kfocp", o.PART_OF: "kubeflow", o.INSTANCE: "prod", o.SET: "profiles"}
+    assert len(prepared["metadata"]["annotations"][o.HASH]) == 16
+    assert "labels" in obj["metadata"] and o.MANAGED_BY not in obj["metadata"]["labels"]  # input untouched
+    again = o.prepare(obj, "prod", "profiles")
+    assert again[0] == prepared
+    other = o.prepare(obj, "prod", "other-set")
+    assert other[0]["metadata"]["annotations"][o.HASH] != prepared["metadata"]["annotations"][o.HASH]
+
+
+def test_prepare_shared_and_set_override_markers_are_not_sent():
+    obj = {"apiVersion": "v1", "kind": "Namespace",
+           "metadata": {"name": "a", "annotations": {o.OWNERSHIP: o.SHARED, o.SET_OVERRIDE: "x"}}}
+    prepared, mode = o.prepare(obj, "prod", "profiles")
+    assert mode == o.SHARED
+    assert prepared["metadata"]["labels"] == {o.PATCHED_PREFIX + "prod": "true"}
+    assert set(prepared["metadata"]["annotations"]) == {o.hash_key("x")}
+
+
+def test_unknown_ownership_mode_is_refused():
+    obj = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "a", "annotations": {o.OWNERSHIP: "mine"}}}
+    with pytest.raises(o.DefinitionError, match="kfocp.io/ownership must be"):
+        o.prepare(obj, "prod", None)
+
+
+def test_up_to_date_needs_same_digest_and_values():
+    obj = o.prepare({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": "n"},
+                     "data": {"k": "v"}}, "i", "s")[0]
+    live = dict(obj, metadata=dict(obj["metadata"], resourceVersion="7", uid="u"))
+    assert o.up_to_date(live, obj)
+    assert not o.up_to_date(dict(live, data={"k": "edited"}), obj)
+    stale = dict(live, metadata=dict(live["metadata"], annotations={o.HASH: "0" * 16}))
+    assert not o.up_to_date(stale, obj)
+
+
+@pytest.mark.parametrize("obj, message", [
+    ([], "must be a mapping"),
+    ({"kind": "X", "metadata": {"name": "a"}}, "field apiVersion is required"),
+    ({"apiVersion": "v1", "metadata": {"name": "a"}}, "field kind is required"),
+    ({"apiVersion": "v1", "kind": "X"}, "metadata.name is required"),
+    ({"apiVersion": "v1", "kind": "X", "metadata": {"name": "a", "labels": {"k": 1}}},
+     "metadata.labels.k must be a string"),
+    ({"apiVersion": "v1", "kind": "X", "metadata": {"name": "a", "annotations": []}},
+     "metadata.annotations must be a mapping"),
+])
+def test_validate(obj, message):
+    with pytest.raises(o.DefinitionError, match=message):
+        o.validate(obj, 3)
+
+
+def test_check_unique_names_both_positions():
+    a = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": "n"}}
+    with pytest.raises(o.DefinitionError, match=r"definitions\[0\] and definitions\[2\]"):
+        o.check_unique([a, dict(a, metadata={"name": "b", "namespace": "n"}), a])
+
+
+@pytest.mark.parametrize("kind, phase", [
+    ("CustomResourceDefinition", o.PHASE_CRD), ("Namespace", o.PHASE_NAMESPACE), ("ConfigMap", o.PHASE_MAIN),
+    ("ValidatingWebhookConfiguration", o.PHASE_LAST), ("MutatingWebhookConfiguration", o.PHASE_LAST),
+])
+def test_phase(kind, phase):
+    assert o.phase(kind) == phase
+
+
+def test_strip_removes_server_bookkeeping():
+    live = {"apiVersion": "v1", "kind": "ConfigMap", "status": {}, "metadata": {
+        "name": "a", "uid": "u", "resourceVersion": "1", "managedFields": [], "creationTimestamp": "t",
+        "annotations": {o.HASH: "x"}}}
+    assert o.strip(live) == {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}}
+
+
+def test_conflict_and_invalid_causes():
+    status = {"details": {"causes": [
+        {"type": "FieldManagerConflict", "field": ".data.x", "message": 'conflict with "kubectl-edit" using v1'}]}}
+    assert o.conflict_fields(status) == [".data.x (owned by kubectl-edit)"]
+    invalid = {"details": {"causes": [{"field": "spec.x", "message": "bad"}, {"message": "worse"}]}}
+    assert o.invalid_fields(invalid) == ["spec.x: bad", "worse"]
+
+
+def test_crd_kinds():
+    crd = {"spec": {"group": "g.io", "scope": "Cluster", "names": {"kind": "K", "plural": "ks"},
+                    "versions": [{"name": "v1"}, {"name": "v2", "served": False}]}}
+    assert o.crd_kinds(crd) == [("g.io/v1", "K", "ks", False)]

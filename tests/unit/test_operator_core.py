@@ -1,0 +1,260 @@
+"""Pure parts of the operator: configuration precedence, durations, status computation, the work
+queue's coalescing, runner event accounting, extravars, the singleton choice, token handling."""
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "operator"))
+
+from kfocp_operator import collection  # noqa: E402
+
+collection.importable()
+
+from kfocp_operator import auth, config, status  # noqa: E402
+from kfocp_operator.controller import active_key  # noqa: E402
+from kfocp_operator.playbook import CR_VARIABLE, EventRecorder, RunResult, extravars, inventory, playbook_roles  # noqa: E402
+from kfocp_operator.spec import SpecModel  # noqa: E402
+from kfocp_operator.workqueue import WorkQueue  # noqa: E402
+
+ROLES = {"demo": {"description": "", "defaults": {}, "options": {
+    "demo_state": {"type": "str", "choices": ["present", "absent"]},
+    "demo_items": {"type": "list", "elements": "dict", "options": {"target_namespace": {"type": "str"}}},
+    "demo_count": {"type": "int"}}}}
+MODEL = SpecModel(ROLES)
+
+
+# ------------------------------------------------------------ configuration precedence
+
+@pytest.mark.parametrize("env, configmap, spec, expected", [
+    ({}, {}, {}, {}),
+    ({"KFOCP_DEMO_COUNT": "3"}, {}, {}, {"demo_count": 3}),
+    ({"KFOCP_DEMO_COUNT": "3"}, {"demo_count": "4"}, {}, {"demo_count": 4}),
+    ({"KFOCP_DEMO_COUNT": "3"}, {"demoCount": "4"}, {"demoCount": 5}, {"demo_count": 5}),
+    ({}, {"demoItems": "[{targetNamespace: a}]"}, {}, {"demo_items": [{"target_namespace": "a"}]}),
+    ({"KFOCP_DEMO_STATE": "absent", "KFOCP_UNRELATED": "x"}, {}, {"demoCount": 1},
+     {"demo_state": "absent", "demo_count": 1}),
+])
+def test_spec_beats_configmap_beats_environment(env, configmap, spec, expected):
+    variables, ignored = config.merge(MODEL, spec, configmap, env)
+    assert variables == expected and ignored == []
+
+
+def test_unknown_configmap_keys_are_reported_not_used():
+    variables, ignored = config.merge(MODEL, {}, {"nonsense": "1", "demo_count": "2"}, {})
+    assert variables == {"demo_count": 2} and ignored == ["nonsense"]
+
+
+def test_bad_yaml_in_the_configmap_names_the_key():
+    with pytest.raises(config.ConfigError, match="ConfigMap key demo_items"):
+        config.merge(MODEL, {}, {"demo_items": "[unclosed"}, {})
+
+
+@pytest.mark.parametrize("text, seconds", [("90s", 90), ("10m", 600), ("1h30m", 5400), ("1.5h", 5400), ("250ms", 0.25),
+                                           ("45", 45)])
+def test_durations(text, seconds):
+    assert config.parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["", "10", "ten minutes", "10x", "m10"][2:])
+def test_bad_durations(text):
+    with pytest.raises(config.ConfigError, match="is not a duration"):
+        config.parse_duration(text)
+
+
+def test_reconcile_period_annotation_then_setting_then_default():
+    annotation = {"ansible.operator-sdk/reconcile-period": "2m"}
+    assert config.reconcile_period(annotation, {"reconcile_period": "5m"}) == 120
+    assert config.reconcile_period({}, {"reconcile_period": "5m"}) == 300
+    assert config.reconcile_period({}, {}, default=42) == 42
+
+
+# ------------------------------------------------------------ status
+
+def test_condition_keeps_its_transition_time_while_the_status_holds():
+    old = [{"type": "Ready", "status": "True", "reason": "Reconciled", "lastTransitionTime": "T0"},
+           {"type": "Degraded", "status": "False", "reason": "Reconciled", "lastTransitionTime": "T0"}]
+    new = status.merge_conditions(old, [status.condition("Ready", True, "Reconciled", "again"),
+                                        status.condition("Degraded", True, "PlaybookFailed", "boom")], "T1")
+    assert [(c["type"], c["lastTransitionTime"]) for c in new] == [("Ready", "T0"), ("Degraded", "T1")]
+
+
+def test_running_changes_only_progressing():
+    old = [{"type": "Ready", "status": "True", "reason": "Reconciled", "lastTransitionTime": "T0"}]
+    new = status.merge_conditions(old, status.running(3), "T1")
+    assert [c["type"] for c in new] == ["Ready", "Progressing"]
+    assert new[0]["status"] == "True" and new[1]["status"] == "True" and new[1]["observedGeneration"] == 3
+
+
+def _result(rc, failures=(), roles=None, invalid=False):
+    result = RunResult("site.yml")
+    result.rc, result.status = rc, "successful" if rc == 0 else "failed"
+    result.failures = list(failures)
+    result.roles = roles or {}
+    result.invalid_spec = invalid
+    result.finished = "T"
+    return result
+
+
+def test_status_after_a_good_run():
+    out = status.after_run(_result(0, roles={"scc": {"ok": 3, "changed": 1, "failed": 0, "skipped": 0}}), 4,
+                           ["scc", "profiles"])
+    ready = status.get(out["conditions"], "Ready")
+    assert ready["status"] == "True" and ready["reason"] == "Reconciled" and out["observedGeneration"] == 4
+    assert out["components"]["scc"]["state"] == "Ready" and out["components"]["profiles"]["state"] == "NotRun"
+    assert out["lastRun"]["result"] == "Succeeded"
+
+
+def test_status_after_a_failed_run_names_the_failure():
+    out = status.after_run(_result(2, ["scc : Build: scc_grants[0].scc: 'x' is not an allowed SCC"],
+                                   {"scc": {"ok": 1, "changed": 0, "failed": 1, "skipped": 0, "message": "m"}},
+                                   invalid=False), 5)
+    degraded = status.get(out["conditions"], "Degraded")
+    assert degraded["status"] == "True" and "scc_grants[0].scc" in degraded["message"]
+    assert status.get(out["conditions"], "Ready")["status"] == "False"
+    assert out["components"]["scc"]["state"] == "Failed"
+
+
+def test_argument_spec_failures_are_invalid_spec():
+    out = status.after_run(_result(2, ["x"], invalid=True), 1)
+    assert status.get(out["conditions"], "Degraded")["reason"] == "InvalidSpec"
+
+
+def test_refused_names_the_active_cr():
+    out = status.refused("ns/first", 1)
+    assert "ns/first is the active one" in status.get(out["conditions"], "Degraded")["message"]
+    assert status.get(out["conditions"], "Ready")["reason"] == "Refused"
+
+
+# ------------------------------------------------------------ the singleton
+
+def _cr(ns, name, created):
+    return {"metadata": {"namespace": ns, "name": name, "creationTimestamp": created}}
+
+
+def test_the_oldest_cr_is_the_active_one():
+    crs = [_cr("b", "x", "2026-01-02T00:00:00Z"), _cr("a", "y", "2026-01-01T00:00:00Z"),
+           _cr("a", "a", "2026-01-01T00:00:00Z")]
+    assert active_key(crs) == ("a", "a")
+    assert active_key([]) is None
+
+
+# ------------------------------------------------------------ work queue
+
+def test_adds_during_a_run_coalesce_into_one_follow_up():
+    queue = WorkQueue()
+    queue.add("k")
+    assert queue.get(0.1) == "k"
+    for _attempt in range(5):
+        queue.add("k")
+    assert queue.get(0.05) is None, "a key must not be handed out while it is being handled"
+    queue.done("k")
+    assert queue.get(0.1) == "k"
+    queue.done("k")
+    assert queue.get(0.05) is None, "exactly one follow-up"
+
+
+def test_one_worker_at_a_time_per_key():
+    queue, active, overlaps = WorkQueue(), [], []
+
+    def worker():
+        while True:
+            key = queue.get(0.3)
+            if key is None:
+                return
+            if key in active:
+                overlaps.append(key)
+            active.append(key)
+            time.sleep(0.01)
+            active.remove(key)
+            queue.done(key)
+
+    threads = [threading.Thread(target=worker) for _index in range(4)]
+    for thread in threads:
+        thread.start()
+    for _attempt in range(50):
+        queue.add("same")
+        time.sleep(0.002)
+    for thread in threads:
+        thread.join()
+    assert not overlaps
+
+
+def test_add_after_delays():
+    queue = WorkQueue()
+    queue.add_after("k", 0.2)
+    assert queue.get(0.05) is None
+    assert queue.get(1.0) == "k"
+    queue.forget("k")
+
+
+# ------------------------------------------------------------ runner events and extravars
+
+def test_events_are_counted_per_role_with_failures():
+    result = RunResult("site.yml")
+    record = EventRecorder(result)
+    events = [
+        {"event": "runner_on_ok", "event_data": {"role": "kfocp.kubeflow.scc", "task": "a", "res": {"changed": True}}},
+        {"event": "runner_on_ok", "event_data": {"role": "scc", "task": "b", "res": {"changed": False}}},
+        {"event": "runner_on_skipped", "event_data": {"role": "scc", "task": "c", "res": {}}},
+        {"event": "runner_on_failed", "event_data": {"role": "profiles", "task": "d", "ignore_errors": True, "res": {}}},
+        {"event": "runner_on_failed", "event_data": {"role": "profiles", "task": "Validating arguments",
+                                                     "task_action": "ansible.builtin.validate_argument_spec",
+                                                     "res": {"msg": "bad", "argument_errors": ["x is wrong"]}}},
+    ]
+    for event in events:
+        record(event)
+    assert result.roles["scc"] == {"ok": 2, "changed": 1, "failed": 0, "skipped": 1}
+    assert result.roles["profiles"]["failed"] == 1 and result.roles["profiles"]["ok"] == 1
+    assert result.totals["changed"] == 1 and result.totals["failed"] == 1
+    assert result.failures == ["profiles : Validating arguments: bad: x is wrong"]
+    assert result.invalid_spec
+
+
+def test_extravars_have_ansible_operators_shape():
+    cr = {"apiVersion": "kfocp.io/v1alpha1", "kind": "Kubeflow", "metadata": {"name": "kf", "namespace": "ns"},
+          "spec": {"demoCount": 1}}
+    out = extravars(cr, {"demo_count": 1}, "/k.conf")
+    assert CR_VARIABLE == "_kfocp_io_kubeflow"
+    assert out == {"demo_count": 1, "ansible_operator_meta": {"name": "kf", "namespace": "ns"},
+                   "_kfocp_io_kubeflow": cr, "kfocp_instance": "kf", "kfocp_kubeconfig": "/k.conf"}
+
+
+def test_inventory_is_one_local_host_with_the_operators_python():
+    host = inventory("/py")["all"]["hosts"]["localhost"]
+    assert host == {"ansible_connection": "local", "ansible_python_interpreter": "/py"}
+
+
+def test_site_roles_are_read_in_order():
+    roles = playbook_roles(ROOT / "playbooks" / "site.yml")
+    assert roles and roles[0] == "scc"
+
+
+# ------------------------------------------------------------ tokens
+
+class _Cfg:
+    def __init__(self, api_key, hook=None):
+        self.api_key = dict(api_key)
+        self.api_key_prefix = {}
+        self.refresh_api_key_hook = hook
+        self.host = "https://h"
+        self.ssl_ca_cert = "/ca.crt"
+
+    def get_api_key_with_prefix(self, identifier):
+        if self.refresh_api_key_hook:
+            self.refresh_api_key_hook(self)
+        return self.api_key.get(identifier)
+
+
+def test_bearer_token_is_shared_and_follows_refreshes():
+    def rotate(cfg):
+        cfg.api_key["BearerToken"] = "bearer new"
+    cfg = auth.share_bearer_token(_Cfg({"BearerToken": "Bearer old"}, rotate))
+    assert cfg.api_key["authorization"] == "Bearer old"
+    assert auth.token(cfg) == "new"
+    assert auth.playbook_env(cfg) == {"K8S_AUTH_HOST": "https://h", "K8S_AUTH_SSL_CA_CERT": "/ca.crt",
+                                      "K8S_AUTH_API_KEY": "new"}
+    assert auth.playbook_env(_Cfg({}), "/kc") == {"K8S_AUTH_KUBECONFIG": "/kc"}

@@ -1,0 +1,130 @@
+"""The Kubeflow CR's spec: ansible-operator's key conversion, the schema generated from the
+roles' argument specs, and the committed CRD being the generated one."""
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "operator"))
+
+from kfocp_operator import paramconv  # noqa: E402
+from kfocp_operator.spec import SpecError, SpecModel, crd, load_roles  # noqa: E402
+
+# ansible-operator-plugins internal/ansible/paramconv/paramconv_test.go, case by case.
+TO_SNAKE = [
+    ("var", "var"), ("888", "888"), ("k8s_var", "k8s_var"), ("_k8s_var", "_k8s_var"), ("k8s var", "k8s_var"),
+    ("ThisShouldHaveUnderscores", "_this_should_have_underscores"), ("sizeK8sBuckets", "size_k8s_buckets"),
+    ("_CanYou_Handle_mixedVars", "_can_you_handle_mixed_vars"), ("this_should_be_a_noop", "this_should_be_a_noop"),
+    ("egressIPs", "egress_ips"), ("egressIPsEgress", "egress_ips_egress"), ("egressIPsegress", "egress_ips_egress"),
+    ("IPsegress", "_ips_egress"), ("egressIP", "egress_ip"), ("egressIPEgress", "egress_ip_egress"),
+    ("egressIPegress", "egress_ip_egress"), ("URLegressIPEgressHTTP", "url_egress_ip_egress_http"),
+    ("URLsegressIPsEgressHTTPs", "_urls_egress_ips_egress_https"),
+    ("THIS_IS_SKIP_NOT_SK_IP", "_this_is_skip_not_sk_ip"),
+    ("sccGrantsExtra", "scc_grants_extra"), ("namespacePoliciesGpuToleration", "namespace_policies_gpu_toleration"),
+]
+TO_CAMEL = [
+    ("app_test", "appTest"), ("_app_test", "AppTest"), ("_app_test_k8s", "AppTestK8s"), ("var_k8s", "varK8s"),
+    ("egressIPs", "egressIPs"), ("app_8sk_", "app8Sk"), ("_app_8sk_test", "App8SkTest"),
+    ("auth_proxy_url", "authProxyURL"), ("scc_grants_extra", "sccGrantsExtra"),
+]
+
+
+@pytest.mark.parametrize("camel, snake", TO_SNAKE)
+def test_to_snake_matches_ansible_operator(camel, snake):
+    assert paramconv.to_snake(camel) == snake
+
+
+@pytest.mark.parametrize("snake, camel", TO_CAMEL)
+def test_to_camel_matches_ansible_operator(snake, camel):
+    assert paramconv.to_camel(snake) == camel
+
+
+def test_map_to_snake_converts_every_key_like_ansible_operator():
+    assert paramconv.map_to_snake({"var": 1, "sizeK8sTest": [{"innerKey": 2}], "888": 3}) == \
+        {"var": 1, "size_k8s_test": [{"inner_key": 2}], "888": 3}
+
+
+ROLES = {
+    "demo": {
+        "description": "",
+        "options": {
+            "demo_state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
+            "demo_items": {"type": "list", "elements": "dict", "options": {
+                "name": {"type": "str", "required": True},
+                "target_namespace": {"type": "str"},
+                "extra_labels": {"type": "dict"},
+            }},
+            "demo_quota": {"type": "dict", "description": ["Quota, as C(resource: quantity); see O(demo_items)."]},
+            "demo_count": {"type": "int"},
+            "demo_templated": {"type": "list", "elements": "str"},
+            "demo_anything": {},
+        },
+        "defaults": {"demo_count": 3, "demo_templated": "{{ demo_items | map(attribute='name') }}"},
+    },
+}
+
+
+def test_schema_types_enums_patterns_defaults():
+    spec = crd(SpecModel(ROLES))["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    props = spec["properties"]
+    assert props["demoState"] == {"type": "string", "enum": ["present", "absent"], "default": "present"}
+    assert props["demoCount"] == {"type": "integer", "default": 3}
+    item = props["demoItems"]["items"]
+    assert item["required"] == ["name"]
+    assert item["properties"]["targetNamespace"]["pattern"].startswith("^[a-z0-9]")
+    assert item["properties"]["extraLabels"] == {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    assert props["demoQuota"]["description"] == "Quota, as resource: quantity; see demoItems."
+    assert "default" not in props["demoTemplated"], "a Jinja default is the role's business, not the schema's"
+    assert props["demoAnything"] == {"x-kubernetes-preserve-unknown-fields": True}
+    assert props["reconcilePeriod"]["pattern"]
+
+
+def test_spec_to_variables_keeps_free_form_keys():
+    model = SpecModel(ROLES)
+    spec = {"demoItems": [{"name": "a", "targetNamespace": "ns", "extraLabels": {"app.kubernetes.io/part-of": "x"}}],
+            "demoQuota": {"requests.nvidia.com/gpu": "1", "limitsCpu": "2"}, "reconcilePeriod": "1m"}
+    assert model.to_variables(spec) == {
+        "demo_items": [{"name": "a", "target_namespace": "ns", "extra_labels": {"app.kubernetes.io/part-of": "x"}}],
+        "demo_quota": {"requests.nvidia.com/gpu": "1", "limitsCpu": "2"}, "reconcile_period": "1m"}
+
+
+def test_a_variable_that_does_not_survive_the_round_trip_is_refused():
+    roles = {"bad": {"description": "", "defaults": {}, "options": {"bad_Mixed": {"type": "str"}}}}
+    with pytest.raises(SpecError, match="bad_Mixed.*rename"):
+        SpecModel(roles)
+
+
+def test_two_roles_cannot_define_one_variable():
+    roles = {"one": {"description": "", "defaults": {}, "options": {"shared_x": {"type": "str"}}},
+             "two": {"description": "", "defaults": {}, "options": {"shared_x": {"type": "str"}}}}
+    with pytest.raises(SpecError, match="shared_x: defined by both one and two"):
+        SpecModel(roles)
+
+
+def test_every_role_variable_is_a_spec_field():
+    model = SpecModel.from_collection(ROOT)
+    roles = load_roles(ROOT / "roles")
+    assert roles, "no role found"
+    fields = crd(model)["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+    for data in roles.values():
+        for name in data["options"]:
+            assert paramconv.to_camel(name) in fields
+
+
+def test_committed_crd_is_the_generated_one():
+    proc = subprocess.run([sys.executable, str(ROOT / "operator" / "hack" / "gen_crd.py"), "--check"],
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    doc = yaml.safe_load((ROOT / "operator" / "config" / "crd" / "bases" / "kfocp.io_kubeflows.yaml").read_text())
+    assert doc["metadata"]["name"] == "kubeflows.kfocp.io"
+
+
+def test_an_empty_default_is_allowed_by_the_pattern():
+    roles = {"demo": {"description": "", "defaults": {"demo_namespace": ""},
+                      "options": {"demo_namespace": {"type": "str"}}}}
+    props = crd(SpecModel(roles))["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+    schema = props["demoNamespace"]
+    assert schema["default"] == "" and schema["pattern"] == "^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$"

@@ -1,0 +1,150 @@
+"""Table tests of the profiles builder: names, quotas, owners, contributors, bad input."""
+import pytest
+
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import profiles
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.objects import DNS_LABEL, DefinitionError
+
+
+def user(name, *identities):
+    return {"metadata": {"name": name}, "identities": list(identities)}
+
+
+def group(name, *members):
+    return {"metadata": {"name": name}, "users": list(members)}
+
+
+def by_kind(objs, kind):
+    return {(o["metadata"].get("namespace"), o["metadata"]["name"]): o for o in objs if o["kind"] == kind}
+
+
+@pytest.mark.parametrize("username, taken, expected", [
+    ("alice", (), "alice"),
+    ("team-a-lead", (), "team-a-lead"),
+    ("Alice", (), "alice-3bc510"),  # lossy: always suffixed, so a later "alice" cannot take it over
+    ("alice@example.com", (), "alice-example-com-ff8d98"),
+    ("alice", ("alice",), "alice-2bd806"),
+    ("default", profiles.RESERVED, "default-37a8ee"),
+    ("kube-x", profiles.RESERVED, "user-kube-x-26d5eb"),  # the suffixed name still matches kube-*
+    ("...", (), "user-" + __import__("hashlib").sha256(b"...").hexdigest()[:6]),
+])
+def test_profile_names_are_sanitised_and_stable(username, taken, expected):
+    name = profiles.profile_name(username, taken)
+    assert name == expected
+    assert len(name) <= 63 and DNS_LABEL.match(name)
+    assert profiles.profile_name(username, taken) == name  # deterministic
+
+
+def test_long_names_fit_a_dns_label():
+    name = profiles.profile_name("a" * 80)
+    assert len(name) <= 63 and DNS_LABEL.match(name) and name.startswith("a" * 50)
+
+
+def test_binding_names_follow_the_dashboard():
+    assert profiles.binding_name("User", "alice@example.com", "edit") == "user-alice-example-com-clusterrole-edit"
+    assert profiles.binding_name("Group", "ML Team", "view") == "group-ml-team-clusterrole-view"
+
+
+def test_declared_profile_with_defaults_and_quota_override():
+    settings = {"profiles_quota_default": {"cpu": "8", "requests.nvidia.com/gpu": "1", "requests.storage": "100Gi"},
+                "profiles_list": [{"name": "team-a", "owner": {"user": "alice"},
+                                   "quota": {"requests.nvidia.com/gpu": 4, "requests.storage": None}}]}
+    (profile,) = by_kind(profiles.objects(settings), "Profile").values()
+    assert profile["apiVersion"] == "kubeflow.org/v1"
+    assert profile["spec"]["owner"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "alice"}
+    assert profile["spec"]["resourceQuotaSpec"]["hard"] == {"cpu": "8", "requests.nvidia.com/gpu": "4"}
+    assert profile["metadata"]["labels"][profiles.SOURCE] == "declared"
+
+
+def test_contributors_get_a_rolebinding_and_an_authorizationpolicy_like_the_dashboard():
+    settings = {"profiles_list": [{"name": "team-a", "owner": {"user": "alice"},
+                                   "contributors": [{"user": "bob@example.com", "role": "view"}]}],
+                "profiles_userid_prefix": "oidc:", "profiles_authz_principals": ["cluster.local/ns/istio-system/sa/gw"]}
+    objs = profiles.objects(settings)
+    name = "user-bob-example-com-clusterrole-view"
+    binding = by_kind(objs, "RoleBinding")[("team-a", name)]
+    assert binding["roleRef"]["name"] == "kubeflow-view"
+    assert binding["subjects"] == [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "bob@example.com"}]
+    assert binding["metadata"]["annotations"] == {"user": "bob@example.com", "role": "view"}
+    policy = by_kind(objs, "AuthorizationPolicy")[("team-a", name)]
+    assert policy["spec"]["rules"] == [{"when": [{"key": "request.headers[kubeflow-userid]", "values": ["oidc:bob@example.com"]}],
+                                        "from": [{"source": {"principals": ["cluster.local/ns/istio-system/sa/gw"]}}]}]
+    assert policy["spec"]["rules"] != [{}]
+
+
+def test_group_owner_makes_every_member_a_contributor_and_follows_membership():
+    settings = {"profiles_list": [{"name": "team-a", "owner": {"group": "team-a"},
+                                   "contributors": [{"group": "auditors", "role": "view"}]}]}
+    objs = profiles.objects(settings, groups=[group("team-a", "alice", "carol"), group("auditors", "erin")])
+    bindings = sorted(key[1] for key in by_kind(objs, "RoleBinding"))
+    assert bindings == ["group-auditors-clusterrole-view", "user-alice-clusterrole-edit", "user-carol-clusterrole-edit",
+                        "user-erin-clusterrole-view"]
+    assert by_kind(objs, "Profile")[(None, "team-a")]["spec"]["owner"]["kind"] == "Group"
+    later = profiles.objects(settings, groups=[group("team-a", "carol"), group("auditors")])
+    names = sorted(key[1] for key in by_kind(later, "RoleBinding"))
+    assert names == ["group-auditors-clusterrole-view", "user-carol-clusterrole-edit"]
+
+
+def test_automatic_profiles_from_users_with_provider_filter_and_exclusions():
+    settings = {"profiles_auto_from_users": True, "profiles_auto_provider": "corp-sso",
+                "profiles_auto_exclude": ["svc-*"], "profiles_reserved_names": list(profiles.RESERVED),
+                "profiles_list": [{"name": "carol", "owner": {"user": "dan"}}]}
+    users = [user("alice", "corp-sso:alice"), user("bob", "htpasswd:bob"), user("carol", "corp-sso:carol"),
+             user("svc-ci", "corp-sso:svc-ci"), user("dan", "corp-sso:dan"), user("never", )]
+    got = {p["metadata"]["name"]: p for p in profiles.objects(settings, users=users) if p["kind"] == "Profile"}
+    # bob: other provider; svc-ci: excluded; dan: owns a declared profile; carol: name taken
+    assert sorted(got) == ["alice", "carol", "carol-" + profiles.profile_name("carol", ("carol",))[6:]]
+    assert got["alice"]["metadata"]["annotations"] == {profiles.USER_ANNOTATION: "alice"}
+    assert got["alice"]["metadata"]["labels"][profiles.SOURCE] == "auto"
+
+
+def test_hand_made_profiles_keep_their_names_and_their_owners_get_no_automatic_one():
+    live = [{"metadata": {"name": "erin", "labels": {}}, "spec": {"owner": {"kind": "User", "name": "someone"}}},
+            {"metadata": {"name": "x", "labels": {}}, "spec": {"owner": {"kind": "User", "name": "frank"}}}]
+    settings = {"profiles_auto_from_users": True}
+    names = [p["metadata"]["name"] for p in profiles.objects(settings, users=[user("erin", "a:b"), user("frank", "a:f")],
+                                                             profiles=live) if p["kind"] == "Profile"]
+    assert names == [profiles.profile_name("erin", ("erin",))]
+
+
+def test_access_only_for_namespaces_that_exist():
+    settings = {"profiles_list": [{"name": "a", "owner": {"user": "u"}, "contributors": [{"user": "v"}]},
+                                  {"name": "b", "owner": {"user": "u"}, "contributors": [{"user": "v"}]}]}
+    objs = profiles.objects(settings, namespaces=[{"metadata": {"name": "a"}}])
+    assert sorted(set(o["metadata"].get("namespace") for o in objs if o["kind"] != "Profile")) == ["a"]
+    assert profiles.pending(settings, namespaces=[{"metadata": {"name": "a"}}]) == ["b"]
+
+
+def test_orphans_are_only_this_instances_profiles():
+    settings = {"kfocp_instance": "i1", "profiles_list": [{"name": "a", "owner": {"user": "u"}}]}
+    mine = {"app.kubernetes.io/managed-by": "kfocp", "kfocp.io/instance": "i1"}
+    live = [{"metadata": {"name": "a", "labels": mine}}, {"metadata": {"name": "old", "labels": mine}},
+            {"metadata": {"name": "hand", "labels": {}}},
+            {"metadata": {"name": "other", "labels": dict(mine, **{"kfocp.io/instance": "i2"})}}]
+    assert profiles.orphans(settings, live) == ["old"]
+
+
+@pytest.mark.parametrize("item, message", [
+    ({"name": "Team_A", "owner": {"user": "a"}}, r"profiles_list\[0\]\.name: 'Team_A' is not a DNS label"),
+    ({"name": "a" * 64, "owner": {"user": "a"}}, r"profiles_list\[0\]\.name: .* is not a DNS label"),
+    ({"name": "a", "owner": {"user": "a", "group": "g"}}, r"profiles_list\[0\]\.owner: names both a user .* and a group"),
+    ({"name": "a", "owner": {}}, r"profiles_list\[0\]\.owner: names neither"),
+    ({"name": "a"}, r"profiles_list\[0\]\.owner: is required"),
+    ({"name": "a", "owner": {"user": "a"}, "quota": {"cpu": "lots"}}, r"profiles_list\[0\]\.quota\.cpu: 'lots' is not a valid quantity"),
+    ({"name": "a", "owner": {"user": "a"}, "contributors": [{"user": "b", "role": "admin"}]},
+     r"contributors\[0\]\.role: 'admin' is not a contributor role"),
+    ({"name": "a", "owner": {"user": "a"}, "contributors": [{"user": "b", "group": "c"}]},
+     r"contributors\[0\]: names both"),
+])
+def test_bad_input_names_the_field(item, message):
+    with pytest.raises(DefinitionError, match=message):
+        profiles.objects({"profiles_list": [item]})
+
+
+def test_duplicate_profile_is_rejected():
+    with pytest.raises(DefinitionError, match=r"profiles_list\[1\]\.name: duplicate profile 'a' \(also profiles_list\[0\]\)"):
+        profiles.objects({"profiles_list": [{"name": "a", "owner": {"user": "x"}}, {"name": "a", "owner": {"user": "y"}}]})
+
+
+def test_bad_default_quota_names_the_variable():
+    with pytest.raises(DefinitionError, match=r"profiles_quota_default\.memory: '1 GB' is not a valid quantity"):
+        profiles.objects({"profiles_quota_default": {"memory": "1 GB"}, "profiles_list": []})
