@@ -52,4 +52,3 @@ def role_binding(name, namespace_name, role_kind, role_name, subjects, labels=No
     return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": meta,
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": role_name},
             "subjects": subjects}
-
