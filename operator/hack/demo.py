@@ -3,21 +3,16 @@ RBAC, the operator in the background as its own service account (log in <cluster
 and the sample Kubeflow CR. Prints how to watch it and how to stop the operator."""
 import json
 import os
-import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 OPERATOR = Path(__file__).resolve().parents[1]
-ROOT = OPERATOR.parent
-sys.path.insert(0, str(ROOT / "hack"))
+sys.path.insert(0, str(OPERATOR / "hack"))
 
-from cluster import DEFAULT_DIR, ControlPlane, free_port  # noqa: E402
+import launch  # noqa: E402
+from cluster import DEFAULT_DIR, ControlPlane  # noqa: E402
 
 SAMPLE = OPERATOR / "config" / "samples" / "kfocp_v1alpha1_kubeflow.yaml"
-CRD = OPERATOR / "config" / "crd" / "bases" / "kfocp.io_kubeflows.yaml"
-RBAC = OPERATOR / "config" / "rbac"
 
 
 def main():
@@ -25,18 +20,8 @@ def main():
     if not plane.running():
         print("the control plane is not running: run `make up` first", file=sys.stderr)
         return 2
-    plane.kubectl("apply", "--server-side", "--field-manager=kfocp-demo", "-f", str(CRD))
-    for _attempt in range(100):
-        if plane.kubectl("wait", "--for=condition=Established", "--timeout=5s", "crd/kubeflows.kfocp.io",
-                         check=False).returncode == 0:
-            break
-        time.sleep(0.3)
-    plane.kubectl("create", "namespace", "kfocp-system", check=False)
-    plane.kubectl("apply", "--server-side", "--field-manager=kfocp-demo", "-f", str(RBAC / "service_account.yaml"),
-                  "-f", str(RBAC / "role.yaml"), "-f", str(RBAC / "role_binding.yaml"))
-    token = plane.serviceaccount_token("kfocp-system", "kfocp-operator", seconds=24 * 3600)
-    kubeconfig = plane.write_kubeconfig(plane.dir / "operator.kubeconfig",
-                                        "system:serviceaccount:kfocp-system:kfocp-operator", token=token)
+    launch.install_api(plane, manager="kfocp-demo")
+    kubeconfig = launch.account_kubeconfig(plane, plane.dir / "operator.kubeconfig")
     pid_file = plane.dir / "operator.pid"
     if pid_file.exists():
         try:
@@ -45,23 +30,14 @@ def main():
         except (OSError, ValueError):
             pid_file.unlink()
     if not pid_file.exists():
-        port = free_port()
-        log = open(plane.dir / "operator.log", "ab")
-        env = dict(os.environ, PYTHONUNBUFFERED="1")
-        proc = subprocess.Popen([sys.executable, "-m", "kfocp_operator", "--kubeconfig", str(kubeconfig), "--port",
-                                 str(port), "--operator-namespace", "kfocp-system"], cwd=str(OPERATOR), env=env,
-                                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
-        pid_file.write_text(str(proc.pid))
-        (plane.dir / "operator.port").write_text(str(port))
-        for _attempt in range(120):
-            try:
-                with urllib.request.urlopen("http://127.0.0.1:%d/readyz" % port, timeout=2):
-                    break
-            except OSError:
-                if proc.poll() is not None:
-                    print((plane.dir / "operator.log").read_text()[-3000:], file=sys.stderr)
-                    return 1
-                time.sleep(0.5)
+        operator = launch.Operator(kubeconfig, plane.dir / "operator.log")
+        try:
+            operator.start(timeout=60, detach=True)
+        except RuntimeError as err:
+            print(err, file=sys.stderr)
+            return 1
+        pid_file.write_text(str(operator.proc.pid))
+        (plane.dir / "operator.port").write_text(str(operator.port))
     plane.kubectl("apply", "--server-side", "--field-manager=kfocp-demo", "-f", str(SAMPLE))
     port = (plane.dir / "operator.port").read_text().strip()
     kubectl = "%s --kubeconfig=%s" % (plane.state()["bins"]["kubectl"], plane.kubeconfig)

@@ -4,11 +4,9 @@ through the fast path, a second CR is refused, a bad spec is rejected or reporte
 the CR removes everything the operator created."""
 import json
 import os
-import subprocess
 import sys
 import threading
 import time
-import urllib.request
 import uuid
 
 import pytest
@@ -16,15 +14,13 @@ import yaml
 
 from helpers import ROOT, play_profile_controller, wait_for
 
-sys.path.insert(0, str(ROOT / "operator"))
+sys.path[:0] = [str(ROOT / "operator"), str(ROOT / "operator" / "hack")]
 
-from cluster import free_port  # noqa: E402
+import launch  # noqa: E402
 from kfocp_operator.paramconv import to_camel  # noqa: E402
 
-CRD = ROOT / "operator" / "config" / "crd" / "bases" / "kfocp.io_kubeflows.yaml"
-RBAC = ROOT / "operator" / "config" / "rbac"
-NS = "kfocp-system"
-SA = "kfocp-operator"
+CRD = launch.CRD
+NS = launch.NAMESPACE
 PROFILE_LABEL = {"app.kubernetes.io/part-of": "kubeflow-profile"}
 # Roles the test keeps on: they need nothing but the API server. The others (mesh, serverless,
 # GPU, components, ...) wait for operators that do not run here, so the test CR switches them off
@@ -59,49 +55,17 @@ def _other_roles_off():
 @pytest.fixture(scope="module")
 def operator(control_plane, kube, tmp_path_factory):
     """The operator in a subprocess, with a token of its service account bound only to its ClusterRole."""
-    control_plane.kubectl("apply", "--server-side", "--field-manager=kfocp-test", "-f", str(CRD))
-    crds = _res(kube, "apiextensions.k8s.io/v1", "CustomResourceDefinition")
-    wait_for(lambda: any(c["type"] == "Established" and c["status"] == "True" for c in
-                         ((kube.get(crds, "kubeflows.kfocp.io") or {}).get("status") or {}).get("conditions") or []),
-             60, what="the Kubeflow CRD Established")
-    control_plane.kubectl("create", "namespace", NS, check=False)
-    control_plane.kubectl("apply", "--server-side", "--field-manager=kfocp-test", "-f", str(RBAC / "service_account.yaml"),
-                          "-f", str(RBAC / "role.yaml"), "-f", str(RBAC / "role_binding.yaml"))
+    launch.install_api(control_plane, manager="kfocp-test")
     kube.forget()
     workdir = tmp_path_factory.mktemp("operator")
-    token = control_plane.serviceaccount_token(NS, SA)
-    kubeconfig = control_plane.write_kubeconfig(workdir / "sa.kubeconfig", "system:serviceaccount:%s:%s" % (NS, SA),
-                                                token=token)
-    port = free_port()
-    log_path = workdir / "operator.log"
-    env = dict(os.environ, KFOCP_COLLECTIONS_PATH=str(ROOT / ".cache" / "collections"), PYTHONUNBUFFERED="1")
-    env.pop("KUBECONFIG", None)
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "kfocp_operator", "--kubeconfig", str(kubeconfig),
-                                 "--port", str(port), "--operator-namespace", NS, "--default-reconcile-period", "10m"],
-                                cwd=str(ROOT / "operator"), env=env, stdout=log, stderr=subprocess.STDOUT)
-
-    def get(path):
-        try:
-            with urllib.request.urlopen("http://127.0.0.1:%d%s" % (port, path), timeout=5) as resp:
-                return resp.status, resp.read().decode()
-        except urllib.error.HTTPError as err:
-            return err.code, err.read().decode()
-        except OSError:
-            return 0, ""
-
-    state = {"proc": proc, "log": log_path, "get": get, "kubeconfig": kubeconfig}
+    kubeconfig = launch.account_kubeconfig(control_plane, workdir / "sa.kubeconfig")
+    proc = launch.Operator(kubeconfig, workdir / "operator.log", ["--default-reconcile-period", "10m"])
     try:
-        wait_for(lambda: proc.poll() is not None or get("/readyz")[0] == 200, 60, what="the operator's /readyz")
-        assert proc.poll() is None, log_path.read_text()[-4000:]
-        yield state
+        proc.start()
+        yield {"proc": proc, "log": proc.log_path, "get": proc.get, "kubeconfig": kubeconfig}
     finally:
-        proc.terminate()
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        print("---- operator log (tail) ----\n" + log_path.read_text(errors="replace")[-6000:])
+        proc.stop()
+        print("---- operator log (tail) ----\n" + proc.log_tail())
 
 
 @pytest.fixture(scope="module")
