@@ -14,6 +14,7 @@ import time
 import yaml
 
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import KubeError
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.mesh import service_mesh_settings
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.engine import ApplyError, Engine
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.objects import PATCHED_PREFIX, DefinitionError
 
@@ -37,6 +38,15 @@ def role_settings(collection_root, role, variables, instance):
     prefix = role + "_"
     settings.update((k, copy.deepcopy(v)) for k, v in variables.items() if k.startswith(prefix))
     settings["kfocp_instance"] = instance
+    return settings
+
+
+def policy_settings(collection_root, variables, instance):
+    """The namespace_policies builder's settings, as the role's vars/main.yml passes them: the
+    role's variables, and the service_mesh role's variables that decide mesh membership."""
+    settings = role_settings(collection_root, "namespace_policies", variables, instance)
+    settings["namespace_policies_service_mesh"] = service_mesh_settings(
+        role_settings(collection_root, "service_mesh", variables, instance))
     return settings
 
 
@@ -82,7 +92,7 @@ class FastPath:
         if self.builders is None:
             return
         policies, profiles = self.builders
-        ns_settings = role_settings(self.root, "namespace_policies", variables, instance)
+        ns_settings = policy_settings(self.root, variables, instance)
         pr_settings = role_settings(self.root, "profiles", variables, instance)
         try:
             policies.Settings(ns_settings).check()

@@ -25,10 +25,30 @@ def create_pod(control_plane, obj):
     return control_plane.kubectl("create", "-o", "json", "-f", "-", input=json.dumps(obj), check=False)
 
 
-def test_policies_on_and_off_and_their_effect_on_pods(playbook, kube, control_plane, instance):
+# How a profile namespace joins the mesh, per flavour of the service_mesh role (the local
+# inventory's is external): (labels it gets, the control plane of its ServiceMeshMember or None).
+MESH = {
+    "ossm2": ({"kfocp.io/mesh": "kubeflow"}, {"name": "kubeflow", "namespace": "kubeflow-mesh"}),
+    "ossm3": ({"kfocp.io/mesh": "kubeflow", "istio-injection": "enabled"}, None),
+    "external": ({"istio-injection": "enabled"}, None),
+}
+
+
+def assert_in_mesh(kube, profile, flavour):
+    labels, control_plane_ref = MESH[flavour]
+    live_labels = kube.get(kube.resource("v1", "Namespace"), profile)["metadata"]["labels"]
+    assert dict((k, live_labels.get(k)) for k in labels) == labels
+    members = named(kube, "maistra.io/v1", "ServiceMeshMember", profile)
+    if control_plane_ref:
+        assert members["default"]["spec"]["controlPlaneRef"] == control_plane_ref
+    else:
+        assert not members, "%s joins by labels, not by ServiceMeshMember" % flavour
+
+
+def test_policies_on_and_off_and_their_effect_on_pods(playbook, kube, control_plane, instance, flavour="ossm3"):
     profile, web = instance + "-p", instance + "-web"
     apply_objects(control_plane, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": web}})
-    extra = dict(policy_settings(instance), kfocp_instance=instance,
+    extra = dict(policy_settings(instance), kfocp_instance=instance, service_mesh_flavour=flavour,
                  profiles_quota_default={"requests.nvidia.com/gpu": "1"},
                  profiles_list=[{"name": profile, "owner": {"user": "alice@example.com"}}],
                  namespace_policies_scc="nonroot", namespace_policies_serverless=True,
@@ -46,8 +66,7 @@ def test_policies_on_and_off_and_their_effect_on_pods(playbook, kube, control_pl
     assert annotations["owner"] == "alice@example.com"  # the controller's annotation is kept
     whitelist = json.loads(kube.get(namespaces, web)["metadata"]["annotations"]["scheduler.alpha.kubernetes.io/tolerationsWhitelist"])
     assert whitelist and GPU_TOLERATION not in whitelist
-    member = named(kube, "maistra.io/v1", "ServiceMeshMember", profile)["default"]
-    assert member["spec"]["controlPlaneRef"] == {"name": "data-science-smcp", "namespace": "istio-system"}
+    assert_in_mesh(kube, profile, flavour)
     assert "kfocp-scc-nonroot-default-editor" in named(kube, "rbac.authorization.k8s.io/v1", "RoleBinding", profile)
     netpol = named(kube, "networking.k8s.io/v1", "NetworkPolicy", profile)["allow-from-serving-system-namespace"]
     assert netpol["spec"]["ingress"][0]["from"][0]["namespaceSelector"]["matchLabels"] == {
@@ -89,6 +108,21 @@ def test_policies_on_and_off_and_their_effect_on_pods(playbook, kube, control_pl
     account = named(kube, "v1", "ServiceAccount", profile)["default-editor"]
     assert "eks.amazonaws.com/role-arn" not in (account["metadata"].get("annotations") or {})
     assert kube.get(kube.resource("v1", "Namespace"), profile) is not None  # the controller's, never deleted
+
+
+@pytest.mark.parametrize("flavour", ["ossm2", "external"])
+def test_profile_namespaces_join_the_mesh_of_each_flavour(playbook, kube, control_plane, instance, flavour):
+    """ossm3 is the flavour of the test above; the mesh flavour of the local inventory is external."""
+    profile = instance + "-m"
+    extra = dict(policy_settings(instance), kfocp_instance=instance, service_mesh_flavour=flavour,
+                 profiles_list=[{"name": profile, "owner": {"user": "carol@example.com"}}])
+    assert playbook("profiles", extra).rc == 0
+    play_profile_controller(control_plane, [profile], {"kfocp-test": instance})
+    joined = playbook("profiles", extra)
+    assert joined.rc == 0, joined.stdout
+    assert_in_mesh(kube, profile, flavour)
+    again = playbook("profiles", extra)
+    assert again.rc == 0 and again.count("changed") == 0, again.stdout
 
 
 @pytest.mark.parametrize("mode", ["memberroll"])

@@ -33,8 +33,9 @@ def test_profile_namespace_gets_every_default_policy():
     assert patch["metadata"]["annotations"][OWNERSHIP] == SHARED
     assert json.loads(patch["metadata"]["annotations"][np.DEFAULT_TOLERATIONS]) == [
         {"key": "workload", "operator": "Equal", "value": "ai-ml", "effect": "NoSchedule"}]
+    assert patch["metadata"]["labels"] == {"kfocp.io/mesh": "kubeflow"}  # the default flavour, ossm2
     member = objs[("ServiceMeshMember", "team-a", "default")]
-    assert member["spec"]["controlPlaneRef"] == {"name": "data-science-smcp", "namespace": "istio-system"}
+    assert member["spec"]["controlPlaneRef"] == {"name": "kubeflow", "namespace": "kubeflow-mesh"}
     limits = objs[("LimitRange", "team-a", np.LIMITRANGE)]["spec"]["limits"][0]
     assert limits["type"] == "Container" and limits["default"]["memory"] == "2Gi"
     assert sorted(key[0] for key in objs) == ["LimitRange", "Namespace", "ServiceMeshMember"]
@@ -46,7 +47,7 @@ def test_profile_namespace_gets_every_default_policy():
     ({"namespace_policies_scc": "nonroot"}, [("RoleBinding", "kfocp-scc-nonroot-default-editor")], []),
     ({"namespace_policies_mesh_mode": "none"}, [], ["ServiceMeshMember"]),
     ({"namespace_policies_limitrange": {}}, [], ["LimitRange"]),
-    ({"namespace_policies_tolerations_mode": "gatekeeper"}, [], ["Namespace"]),
+    ({"namespace_policies_tolerations_mode": "gatekeeper", "namespace_policies_mesh_mode": "member"}, [], ["Namespace"]),
     ({"namespace_policies_data_lake": True, "namespace_policies_data_lake_role_template": "arn:aws:iam::1:role/kf-{namespace}"},
      [("ServiceAccount", "default-editor")], []),
     ({"namespace_policies_data_lake": False, "namespace_policies_data_lake_role_template": "arn:aws:iam::1:role/kf-{namespace}"},
@@ -103,7 +104,8 @@ def test_non_profile_namespaces_in_the_input_get_no_policies():
 
 
 def test_gatekeeper_mode_emits_assignmetadata_instead_of_annotations():
-    objs = np.objects([ns("team-a", PROFILE_LABELS)], {"namespace_policies_tolerations_mode": "gatekeeper"},
+    objs = np.objects([ns("team-a", PROFILE_LABELS)], {"namespace_policies_tolerations_mode": "gatekeeper",
+                                                       "namespace_policies_mesh_mode": "member"},
                       all_namespaces=[ns("web")])
     mutations = index(o for o in objs if o["kind"] == "AssignMetadata")
     assert sorted(key[2] for key in mutations) == ["kfocp-gpu-tolerations-whitelist", "kfocp-profile-gpu-tolerations"]
@@ -139,3 +141,40 @@ def test_memberroll_keeps_the_owners_members_and_drops_only_its_own():
 def test_bad_settings_name_the_variable(settings, message):
     with pytest.raises(DefinitionError, match=message):
         np.objects([ns("team-a", PROFILE_LABELS)], settings)
+
+
+SAIL_REVISION = {"flavour": "ossm3", "ossm3": {"update_strategy": "RevisionBased", "version": "v1.26.3"}}
+
+
+@pytest.mark.parametrize("service_mesh, labels, members", [
+    ({}, {"kfocp.io/mesh": "kubeflow"}, [("kubeflow", "kubeflow-mesh")]),
+    ({"flavour": "ossm2", "namespace": "ai-mesh", "ossm2": {"name": "ai"}}, {"kfocp.io/mesh": "kubeflow"},
+     [("ai", "ai-mesh")]),
+    ({"flavour": "ossm3"}, {"kfocp.io/mesh": "kubeflow", "istio-injection": "enabled"}, []),
+    (SAIL_REVISION, {"kfocp.io/mesh": "kubeflow", "istio.io/rev": "default-v1-26-3"}, []),
+    ({"flavour": "ossm3", "namespace": "kubeflow-mesh3", "keep_ossm2": True, "ossm2": {"namespace": "kubeflow-mesh"}},
+     {"kfocp.io/mesh": "kubeflow", "istio-injection": "enabled"}, [("kubeflow", "kubeflow-mesh")]),
+    ({"flavour": "external", "external": {"namespace": "istio-system", "gateway": "gw", "member_label": {"mesh": "corp"}}},
+     {"mesh": "corp", "istio-injection": "enabled"}, []),
+])
+def test_mesh_mode_joins_the_way_the_service_mesh_flavour_wants(service_mesh, labels, members):
+    objs = np.objects_for_namespace(ns("team-a", PROFILE_LABELS), {"namespace_policies_service_mesh": service_mesh})
+    patch = index(objs)[("Namespace", None, "team-a")]
+    assert patch["metadata"]["labels"] == labels
+    assert np.DEFAULT_TOLERATIONS in patch["metadata"]["annotations"]  # one patch carries both
+    refs = [(o["spec"]["controlPlaneRef"]["name"], o["spec"]["controlPlaneRef"]["namespace"])
+            for o in objs if o["kind"] == "ServiceMeshMember"]
+    assert refs == members
+
+
+def test_mesh_mode_names_the_service_mesh_variable_that_is_wrong():
+    with pytest.raises(DefinitionError, match=r"service_mesh_flavour: 'istio' is not a mesh flavour"):
+        np.objects_for_namespace(ns("team-a", PROFILE_LABELS), {"namespace_policies_service_mesh": {"flavour": "istio"}})
+
+
+def test_the_role_passes_exactly_the_membership_settings():
+    from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import mesh
+    role_vars = yaml.safe_load((ROOT / "roles/namespace_policies/vars/main.yml").read_text())
+    passed = role_vars["__namespace_policies_settings"]["namespace_policies_service_mesh"]
+    assert tuple(passed) == mesh.MEMBERSHIP_KEYS
+    assert all(value == "{{ service_mesh_%s | default(none) }}" % key for key, value in passed.items())

@@ -258,3 +258,21 @@ def test_bearer_token_is_shared_and_follows_refreshes():
     assert auth.playbook_env(cfg) == {"K8S_AUTH_HOST": "https://h", "K8S_AUTH_SSL_CA_CERT": "/ca.crt",
                                       "K8S_AUTH_API_KEY": "new"}
     assert auth.playbook_env(_Cfg({}), "/kc") == {"K8S_AUTH_KUBECONFIG": "/kc"}
+
+
+@pytest.mark.parametrize("variables, labels, members", [
+    ({}, {"kfocp.io/mesh": "kubeflow"}, 1),
+    ({"service_mesh_flavour": "ossm3"}, {"kfocp.io/mesh": "kubeflow", "istio-injection": "enabled"}, 0),
+    ({"service_mesh_flavour": "ossm3", "service_mesh_member_label": {"mesh": "ai"}},
+     {"mesh": "ai", "istio-injection": "enabled"}, 0),
+    ({"service_mesh_flavour": "ossm3", "namespace_policies_mesh_mode": "none"}, None, 0),
+])
+def test_fast_path_joins_the_mesh_the_way_the_role_does(variables, labels, members):
+    """The fast path's settings carry the service_mesh variables, as the role's vars do."""
+    from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import namespace_policies
+    from kfocp_operator.fastpath import policy_settings
+    ns = {"metadata": {"name": "team-a", "labels": {"app.kubernetes.io/part-of": "kubeflow-profile"}}}
+    objs = namespace_policies.objects_for_namespace(ns, policy_settings(ROOT, variables, "kf"))
+    patch = [o for o in objs if o["kind"] == "Namespace"][0]
+    assert patch["metadata"].get("labels") == labels
+    assert len([o for o in objs if o["kind"] == "ServiceMeshMember"]) == members

@@ -62,6 +62,8 @@ DEFAULTS = {
                  "member_label": {}},
     "keep_ossm2": False,
 }
+# The settings that decide how a namespace joins the mesh.
+MEMBERSHIP_KEYS = ("flavour", "namespace", "member_label", "ossm2", "ossm3", "external", "keep_ossm2")
 
 
 def _merge(defaults, given, field, top=False):
@@ -220,30 +222,39 @@ def mesh_membership(namespace_name, settings):
     put on the Namespace (a shared patch: profile namespaces are the profile controller's), and
     objects to create in it (a ServiceMeshMember for ossm2; nothing for ossm3 and external).
     """
+    return membership(namespace_name, normalise(settings))
+
+
+def membership(namespace_name, s):
+    """mesh_membership() for settings `s` that normalise() returned (callers with many namespaces
+    normalise once)."""
     dns_label(namespace_name, "namespace")
-    s = normalise(settings)
     labels = {}
     extra = []
-    if s["flavour"] == "ossm2":
+    if s["flavour"] in ("ossm2", "ossm3"):
         labels.update(s["member_label"])
+    if s["flavour"] == "ossm2" or s["keep_ossm2"]:
+        # while Service Mesh 2 is kept beside 3, its members stay members of it too
         extra.append({"apiVersion": MAISTRA_V1, "kind": "ServiceMeshMember",
                       "metadata": {"name": "default", "namespace": namespace_name},
                       "spec": {"controlPlaneRef": {"name": s["ossm2"]["name"],
                                                    "namespace": s["ossm2"]["namespace"]}}})
-    elif s["flavour"] == "ossm3":
-        labels.update(s["member_label"])
+    if s["flavour"] == "external":
+        labels.update(s["external"]["member_label"])
+    if s["flavour"] != "ossm2":
         rev = revision(s)
         if rev:
             labels["istio.io/rev"] = rev
         else:
             labels["istio-injection"] = "enabled"
-    else:
-        labels.update(s["external"]["member_label"])
-        if s["external"]["revision"]:
-            labels["istio.io/rev"] = s["external"]["revision"]
-        else:
-            labels["istio-injection"] = "enabled"
     return {"labels": labels, "annotations": {}, "objects": extra}
+
+
+def service_mesh_settings(variables):
+    """The settings mesh_membership() needs, from the service_mesh role's variables
+    (service_mesh_<key>); keys that are not set are left to the defaults."""
+    return dict((key, variables["service_mesh_" + key]) for key in MEMBERSHIP_KEYS
+                if variables.get("service_mesh_" + key) is not None)
 
 
 def member_patch(namespace_name, settings, set_name=None):

@@ -3,8 +3,10 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """The policies every profile namespace gets, and the GPU guard on every other namespace.
 
-For each profile namespace (selected by label): mesh membership (a ServiceMeshMember, or the
-namespace in the ServiceMeshMemberRoll's members), the GPU toleration as the namespace's default
+For each profile namespace (selected by label): mesh membership (by default the way the
+service_mesh role's flavour wants it: a ServiceMeshMember for Service Mesh 2, labels for Service
+Mesh 3 and an existing Istio; or a ServiceMeshMember of a named control plane, or the namespace in
+the ServiceMeshMemberRoll's members), the GPU toleration as the namespace's default
 tolerations, a LimitRange, SCC use grants for the profile's service accounts, the serverless
 policies and the data lake annotation of the default-editor service account, when enabled.
 Every other namespace, except the configured exclusions, gets a tolerations whitelist that
@@ -22,12 +24,12 @@ import json
 import re
 
 from ansible_collections.kfocp.kubeflow.plugins.module_utils import objects as o
-from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import scc
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import mesh, scc
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.common import dns_label, dns_subdomain, require
 
 DEFAULT_TOLERATIONS = "scheduler.alpha.kubernetes.io/defaultTolerations"
 WHITELIST = "scheduler.alpha.kubernetes.io/tolerationsWhitelist"
-MESH_MODES = ("member", "memberroll", "none")
+MESH_MODES = ("mesh", "member", "memberroll", "none")
 TOLERATION_MODES = ("annotation", "gatekeeper", "none")
 LIMITRANGE = "kfocp-limits"
 NETWORKPOLICY = "allow-from-serving-system-namespace"
@@ -39,7 +41,7 @@ _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 # that gives only some settings gets these for the rest.
 DEFAULTS = {
     "namespace_policies_selector": {"app.kubernetes.io/part-of": "kubeflow-profile"},
-    "namespace_policies_mesh_mode": "member",
+    "namespace_policies_mesh_mode": "mesh",
     "namespace_policies_mesh_name": "data-science-smcp",
     "namespace_policies_mesh_namespace": "istio-system",
     "namespace_policies_tolerations_mode": "annotation",
@@ -96,6 +98,7 @@ class Settings(object):
         require(isinstance(settings, dict), "settings", "must be a mapping of namespace_policies_* variables",
                 "Pass the role's variables")
         self.raw = plain(settings)
+        self.mesh = None
 
     def __getitem__(self, key):
         value = self.raw.get(key)
@@ -108,7 +111,10 @@ class Settings(object):
                              ("namespace_policies_tolerations_mode", TOLERATION_MODES)):
             require(self[key] in allowed, key, "%r is not one of %s" % (self[key], ", ".join(allowed)),
                     "Use one of %s" % ", ".join(allowed))
-        if self["namespace_policies_mesh_mode"] != "none":
+        if self["namespace_policies_mesh_mode"] == "mesh":
+            # the service_mesh role's settings (mesh.MEMBERSHIP_KEYS), as the role's vars pass them
+            self.mesh = mesh.normalise(self.raw.get("namespace_policies_service_mesh") or {})
+        elif self["namespace_policies_mesh_mode"] != "none":
             dns_subdomain(self["namespace_policies_mesh_name"], "namespace_policies_mesh_name")
             dns_label(self["namespace_policies_mesh_namespace"], "namespace_policies_mesh_namespace")
         for key in ("namespace_policies_gpu_tolerations", "namespace_policies_others_whitelist"):
@@ -196,9 +202,11 @@ def is_profile_namespace(namespace, settings):
     return all(labels.get(k) == v for k, v in selector(settings["namespace_policies_selector"]).items())
 
 
-def _shared_namespace(name, annotations):
-    return {"apiVersion": "v1", "kind": "Namespace",
-            "metadata": {"name": name, "annotations": dict(annotations, **{o.OWNERSHIP: o.SHARED})}}
+def _shared_namespace(name, annotations, labels=None):
+    meta = {"name": name, "annotations": dict(annotations, **{o.OWNERSHIP: o.SHARED})}
+    if labels:
+        meta["labels"] = dict(labels)
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": meta}
 
 
 def role_arn(namespace, settings):
@@ -218,8 +226,16 @@ def role_arn(namespace, settings):
 def _namespace_objects(namespace, settings, serviceaccounts=None):
     name = namespace["metadata"]["name"]
     objs = []
+    annotations, labels = {}, {}
     if settings["namespace_policies_tolerations_mode"] == "annotation":
-        objs.append(_shared_namespace(name, {DEFAULT_TOLERATIONS: _json(settings["namespace_policies_gpu_tolerations"])}))
+        annotations[DEFAULT_TOLERATIONS] = _json(settings["namespace_policies_gpu_tolerations"])
+    if settings["namespace_policies_mesh_mode"] == "mesh":
+        joined = mesh.membership(name, settings.mesh)
+        labels.update(joined["labels"])
+        annotations.update(joined["annotations"])
+        objs += joined["objects"]
+    if annotations or labels:
+        objs.insert(0, _shared_namespace(name, annotations, labels))
     if settings["namespace_policies_mesh_mode"] == "member":
         objs.append({"apiVersion": "maistra.io/v1", "kind": "ServiceMeshMember",
                      "metadata": {"name": "default", "namespace": name},
@@ -345,7 +361,9 @@ def memberroll_object(live, members, settings):
 
     The members list is one atomic field, so the desired list is the live one, less the members
     kfocp added before (kept in an annotation) that are no longer profile namespaces, plus the
-    current ones: the members the mesh owner listed are kept as they are."""
+    current ones: the members the mesh owner listed are kept as they are. It is the one object
+    applied with force (kfocp.io/force): the list is one value, which the mesh owner wrote first;
+    giving it back (uninstall, prune) removes only kfocp's members (kfocp.io/added-items)."""
     namespace = settings["namespace_policies_mesh_namespace"]
     require(live is not None, "namespace_policies_mesh_mode",
             "is memberroll but there is no ServiceMeshMemberRoll default in %s" % namespace,
@@ -357,5 +375,6 @@ def memberroll_object(live, members, settings):
     wanted = current + [m for m in ours if m not in current]
     return {"apiVersion": "maistra.io/v1", "kind": "ServiceMeshMemberRoll",
             "metadata": {"name": "default", "namespace": namespace,
-                         "annotations": {o.OWNERSHIP: o.SHARED, MEMBERS_ANNOTATION: ",".join(ours)}},
+                         "annotations": {o.OWNERSHIP: o.SHARED, o.FORCE: "true", MEMBERS_ANNOTATION: ",".join(ours),
+                                         o.ADDED: json.dumps({"spec.members": ours}, separators=(",", ":"))}},
             "spec": {"members": wanted}}
