@@ -1,6 +1,8 @@
 """The auth role after the service_mesh role, against the real API server."""
 import base64
 
+import pytest
+
 from helpers import ROOT
 
 ROLES = str(ROOT / "tests" / "fixtures" / "playbooks" / "roles.yml")
@@ -63,3 +65,32 @@ def test_missing_host_fails_before_any_change_and_names_the_field(playbook, kube
     assert result.rc != 0
     assert "auth_host: is required" in result.stdout
     assert get(kube, "oauth.openshift.io/v1", "OAuthClient", instance) is None
+
+
+@pytest.mark.parametrize("flavour", ["ossm3", "external"])
+def test_the_same_auth_in_front_of_every_mesh_flavour(playbook, kube, instance, flavour):
+    """ossm2 is the flavour of the test above: the proxy, its Route and the header rule are the
+    same in front of a Service Mesh 3 gateway and of an existing Istio's."""
+    if flavour == "ossm3":
+        mesh = {"service_mesh_ossm3": {"name": instance, "cni_namespace": instance + "-cni"}}
+        gateway_ns, service = instance, "kubeflow-ingressgateway"
+    else:
+        mesh = {"service_mesh_external": {"namespace": "istio-system", "gateway": "istio-ingressgateway"}}
+        gateway_ns, service = "istio-system", "istio-ingressgateway"
+    extra = auth_vars(instance, service_mesh_flavour=flavour, **mesh)
+    first = playbook(ROLES, extra)
+    assert first.rc == 0, first.stdout
+    args = get(kube, "apps/v1", "Deployment", "kubeflow-oauth-proxy", gateway_ns)["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert "--upstream=http://%s.%s.svc.cluster.local:80" % (service, gateway_ns) in args
+    assert get(kube, "route.openshift.io/v1", "Route", "kubeflow-oauth-proxy", gateway_ns)["spec"]["tls"]["termination"] == \
+        "reencrypt"
+    ef = get(kube, "networking.istio.io/v1alpha3", "EnvoyFilter", "kfocp-kubeflow-userid", gateway_ns)
+    assert ef["spec"]["configPatches"][0]["match"]["context"] == "GATEWAY"
+    assert ef["spec"]["workloadSelector"]["labels"] == {"istio": service}
+    assert 'headers:remove("kubeflow-userid")' in ef["spec"]["configPatches"][0]["patch"]["value"]["typed_config"]["inlineCode"]
+    again = playbook(ROLES, extra)
+    assert again.rc == 0 and again.count("changed") == 0, again.stdout
+    assert playbook("uninstall", {"kfocp_instance": instance}).rc == 0
+    assert get(kube, "oauth.openshift.io/v1", "OAuthClient", instance) is None
+    if flavour == "external":
+        assert get(kube, "v1", "Namespace", "istio-system") is not None  # the mesh's, never kfocp's
