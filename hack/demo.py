@@ -49,9 +49,12 @@ def show_profiles():
         namespace = PLANE.kubectl("get", "namespace", name, "-o", "json", check=False)
         if namespace.returncode:
             continue
-        annotations = json.loads(namespace.stdout)["metadata"].get("annotations", {})
-        print("\nNamespace %s: defaultTolerations=%s" % (name, annotations.get("scheduler.alpha.kubernetes.io/defaultTolerations")))
-        print(PLANE.kubectl("get", "servicemeshmembers.maistra.io,limitranges,rolebindings", "-n", name).stdout)
+        meta = json.loads(namespace.stdout)["metadata"]
+        print("\nNamespace %s: labels=%s defaultTolerations=%s" % (
+            name, ",".join("%s=%s" % kv for kv in sorted(meta.get("labels", {}).items())),
+            meta.get("annotations", {}).get("scheduler.alpha.kubernetes.io/defaultTolerations")))
+        print(PLANE.kubectl("get", "servicemeshmembers.maistra.io,limitranges,rolebindings,resourcequotas",
+                            "-n", name).stdout)
 
 
 def owned_objects():
