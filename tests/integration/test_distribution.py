@@ -135,12 +135,21 @@ def test_ansible_doc_documents_every_module_filter_and_role():
     assert not undocumented, "undocumented: %s" % undocumented
 
 
-def test_runtime_action_group_holds_every_module():
+def test_runtime_action_group_holds_every_module_that_connects():
+    """module_defaults for group/kfocp.kubeflow.kfocp set the connection once (site.yml does): the
+    group holds exactly the modules that take the connection options, and every option the
+    playbooks default for the group is one each of them takes."""
     runtime = yaml.safe_load((ROOT / "meta" / "runtime.yml").read_text())
     assert runtime["requires_ansible"].startswith(">=")
     modules = sorted(p.stem for p in (ROOT / "plugins" / "modules").glob("*.py") if p.stem != "__init__")
-    missing = sorted(set(modules) - set(runtime["action_groups"]["kfocp"]))
-    assert not missing, "meta/runtime.yml action_groups.kfocp lacks %s" % missing
+    options = dict((name.split(".")[-1], set((doc["doc"].get("options") or {})))
+                   for name, doc in ansible_doc("module", modules).items())
+    connecting = sorted(name for name, opts in options.items() if "kubeconfig" in opts)
+    assert connecting and sorted(runtime["action_groups"]["kfocp"]) == connecting
+    site = yaml.safe_load((ROOT / "playbooks" / "site.yml").read_text())[0]
+    defaults = set(site["module_defaults"]["group/kfocp.kubeflow.kfocp"])
+    for name in connecting:
+        assert defaults <= options[name], "%s does not take %s" % (name, sorted(defaults - options[name]))
 
 
 def test_changelog_fragments_lint_and_generated_changelog_is_current(tmp_path):
