@@ -17,8 +17,10 @@ def get(kube, api_version, kind, name, namespace=None):
 
 
 def mesh_vars(instance, **more):
+    """The role alone, on Service Mesh 2 unless `more` says otherwise (the local inventory's
+    flavour is external)."""
     extra = {"kfocp_instance": instance, "kfocp_roles": ["kfocp.kubeflow.service_mesh"],
-             "service_mesh_namespace": instance}
+             "service_mesh_namespace": instance, "service_mesh_flavour": "ossm2"}
     extra.update(FAST)
     extra.update(more)
     return extra
@@ -108,7 +110,7 @@ def test_external_creates_nothing_and_bad_input_fails_first(playbook, kube, inst
     result = playbook(ROLES, extra)
     assert result.rc == 0 and result.count("changed") == 0, result.stdout
     assert get(kube, "v1", "Namespace", instance) is None
-    bad = playbook(ROLES, mesh_vars(instance, service_mesh_flavour="external"))
+    bad = playbook(ROLES, mesh_vars(instance, service_mesh_flavour="external", service_mesh_external={}))
     assert bad.rc != 0
     assert "service_mesh_external.namespace: is required with the external flavour" in bad.stdout
     spec = playbook(ROLES, mesh_vars(instance, service_mesh_flavour="ossm5"))
@@ -152,9 +154,10 @@ def test_migrate_ossm2_to_ossm3_with_50_profiles(playbook, kube, instance):
     smcp_before = get(kube, "maistra.io/v2", "ServiceMeshControlPlane", "kubeflow", old)
     smms_before = dict((s["metadata"]["namespace"], s["metadata"]["resourceVersion"]) for s in kube.list(smm_res))
 
-    # as an inventory gives them: extra vars would win over the namespace the playbook sets for Service Mesh 3
+    # as an inventory gives them: extra vars would win over the flavour and namespace the playbook
+    # sets for Service Mesh 3
     migrate = dict(base, mesh_migrate_namespace=new, service_mesh_ossm2={"namespace": old})
-    del migrate["service_mesh_namespace"]
+    del migrate["service_mesh_namespace"], migrate["service_mesh_flavour"]
     try:
         _migrate_and_check(playbook, kube, instance, migrate, names, ns_res, smm_res, before, bystander, smcp_before,
                            smms_before)
