@@ -224,7 +224,14 @@ class ControlPlane:
         return bool(pids) and all(_alive(pid) for pid in pids.values())
 
     # -- lifecycle
-    def up(self, install: bool = True, timeout: float = 120) -> "ControlPlane":
+    @property
+    def audit_log(self) -> Path:
+        """The API server's audit log (JSON lines), written when up() was given an audit policy."""
+        return self.dir / "audit.log"
+
+    def up(self, install: bool = True, timeout: float = 120, audit_policy: dict | None = None) -> "ControlPlane":
+        """Start (or reuse) the control plane. `audit_policy` (an audit.k8s.io/v1 Policy) turns on
+        the API server's audit log, `audit_log`; it is off by default."""
         if self.running():
             return self
         self.down(quiet=True)
@@ -254,7 +261,8 @@ class ControlPlane:
             f"--service-account-issuer={server}", f"--service-account-key-file={d / 'sa.pub'}",
             f"--service-account-signing-key-file={d / 'sa.key'}", "--service-cluster-ip-range=10.0.0.0/24",
             f"--enable-admission-plugins={ADMISSION}", "--endpoint-reconciler-type=none",
-            "--allow-privileged=true", "--profiling=false", "--event-ttl=1h", "--v=0"])
+            "--allow-privileged=true", "--profiling=false", "--event-ttl=1h", "--v=0",
+            *self._audit_flags(audit_policy)])
         self._wait(f"{server}/readyz", "kube-apiserver", timeout)
         self._start(state, "kube-controller-manager", [
             bins["kube-controller-manager"], f"--kubeconfig={d / 'kcm.kubeconfig'}",
@@ -400,6 +408,13 @@ class ControlPlane:
         _write(d / "admin.key", _pem_key(admin_key))
         _write(d / "admin.crt", _pem_cert(_cert("kfocp-admin", admin_key, ca, ca_key, orgs=["system:masters"],
                                                 client=True)))
+
+    def _audit_flags(self, policy: dict | None) -> list:
+        if not policy:
+            return []
+        path = self.dir / "audit-policy.json"
+        path.write_text(json.dumps(policy, indent=2))
+        return [f"--audit-policy-file={path}", f"--audit-log-path={self.audit_log}", "--audit-log-format=json"]
 
     def _admin_tls(self) -> ssl.SSLContext:
         ctx = ssl.create_default_context(cafile=str(self.dir / "ca.crt"))

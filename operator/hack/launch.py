@@ -2,6 +2,7 @@
 RBAC, start it in a subprocess, probe it, stop it. Used by `make demo-operator`, the tests and the
 benchmarks, so that each runs the operator the same way."""
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -17,10 +18,12 @@ RBAC_FILES = ("service_account.yaml", "role.yaml", "role_binding.yaml")
 NAMESPACE = "kfocp-system"
 ACCOUNT = "kfocp-operator"
 USER = "system:serviceaccount:%s:%s" % (NAMESPACE, ACCOUNT)
-if str(ROOT / "hack") not in sys.path:
-    sys.path.insert(0, str(ROOT / "hack"))
+for _path in (ROOT / "hack", OPERATOR):
+    if str(_path) not in sys.path:
+        sys.path.insert(0, str(_path))
 
 from cluster import free_port  # noqa: E402
+from kfocp_operator.processes import kill_tree  # noqa: E402
 
 
 def install_api(plane, manager="kfocp-local", role_file=None, timeout=60):
@@ -48,7 +51,8 @@ def account_kubeconfig(plane, path, seconds=24 * 3600):
 
 
 class Operator:
-    """The operator in a subprocess: `start()` waits for /readyz, `stop()` terminates it."""
+    """The operator in a subprocess: `start()` waits for /readyz, `stop()` terminates it. It runs
+    this checkout's collection, or the one KFOCP_COLLECTIONS_PATH names in the environment."""
 
     def __init__(self, kubeconfig, log_path, args=(), env=None, namespace=NAMESPACE):
         self.kubeconfig = Path(kubeconfig)
@@ -61,7 +65,8 @@ class Operator:
 
     def start(self, timeout=60, detach=False):
         self.port = free_port()
-        env = dict(os.environ, KFOCP_COLLECTIONS_PATH=str(ROOT / ".cache" / "collections"), PYTHONUNBUFFERED="1")
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        env.setdefault("KFOCP_COLLECTIONS_PATH", str(ROOT / ".cache" / "collections"))
         env.pop("KUBECONFIG", None)
         env.update(self.env)
         cmd = [sys.executable, "-m", "kfocp_operator", "--kubeconfig", str(self.kubeconfig), "--port", str(self.port),
@@ -94,6 +99,30 @@ class Operator:
     def kill(self, sig):
         self.proc.send_signal(sig)
         self.proc.wait(30)
+
+    def kill_pod(self):
+        """What the death of the operator's pod does: SIGKILL to every process of it, the operator's
+        own process group (start it with detach=True) and the processes it started in sessions of
+        their own (ansible-runner gives each playbook a terminal, hence its own session). The tree
+        is stopped first, so that no process escapes by being handed to init. Returns the pids."""
+        pids = kill_tree(self.proc.pid, include_root=True)
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.proc.wait(30)
+        return pids
+
+    def rss(self):
+        """The operator process's resident memory in bytes (VmRSS), or None once it has exited."""
+        try:
+            with open("/proc/%d/status" % self.proc.pid) as handle:
+                for line in handle:
+                    if line.startswith("VmRSS:"):
+                        return int(line.split()[1]) * 1024
+        except OSError:
+            pass
+        return None
 
     def stop(self, grace=20):
         if not self.alive():

@@ -1,9 +1,11 @@
-"""Bearer tokens for the collection's Client, and the credentials a playbook run inherits.
+"""Bearer tokens for the collection's Client, and where a playbook run finds its credentials.
 
 The `kubernetes` client's loaders keep a kubeconfig's or a pod's service-account token under the
 key 'BearerToken' (refreshed by a hook as the token file rotates), while the collection's Client
-reads the key 'authorization'. The operator keeps both in step, and hands its playbooks the token
-through K8S_AUTH_API_KEY, which the apply module and kubernetes.core both read.
+reads the key 'authorization'. The operator keeps both in step for itself. Its playbook runs are
+told where the credentials are, never given them: ansible-runner writes a run's environment into
+its private data directory (env/envvars, artifacts/<run>/command), so a token handed over in
+K8S_AUTH_API_KEY would be written to disk with every run.
 """
 
 
@@ -27,26 +29,8 @@ def share_bearer_token(cfg):
     return cfg
 
 
-def token(cfg):
-    """The current bearer token without its 'Bearer ' prefix, or None (client certificates)."""
-    value = cfg.get_api_key_with_prefix("authorization") if cfg.api_key else None
-    if not value:
-        return None
-    parts = value.split(" ", 1)
-    return parts[1] if len(parts) == 2 and parts[0].lower() == "bearer" else value
-
-
-def playbook_env(cfg, kubeconfig=None):
-    """K8S_AUTH_* for a playbook run: the kubeconfig when there is one, the host and CA otherwise
-    (in a pod), and the bearer token in both cases."""
-    env = {}
-    if kubeconfig:
-        env["K8S_AUTH_KUBECONFIG"] = str(kubeconfig)
-    else:
-        env["K8S_AUTH_HOST"] = cfg.host
-        if cfg.ssl_ca_cert:
-            env["K8S_AUTH_SSL_CA_CERT"] = cfg.ssl_ca_cert
-    bearer = token(cfg)
-    if bearer:
-        env["K8S_AUTH_API_KEY"] = bearer
-    return env
+def playbook_env(kubeconfig=None):
+    """K8S_AUTH_* for a playbook run: the kubeconfig's path when the operator has one; in a pod,
+    nothing, and the run's modules load the pod's service account themselves (the token file,
+    which the kubelet rotates, and the cluster's CA)."""
+    return {"K8S_AUTH_KUBECONFIG": str(kubeconfig)} if kubeconfig else {}

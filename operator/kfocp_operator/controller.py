@@ -13,6 +13,7 @@ from kfocp_operator.config import ConfigError, merge, reconcile_period
 from kfocp_operator.kube import (KUBEFLOWS, Informer, get_kubeflow, now, patch_status, post_event, read_configmap,
                                  set_finalizers)
 from kfocp_operator.playbook import extravars, playbook_roles, run
+from kfocp_operator.processes import kill_tree
 from kfocp_operator.workqueue import WorkQueue
 
 LOG = logging.getLogger("kfocp.operator")
@@ -78,6 +79,23 @@ class Controller:
 
     def alive(self):
         return self.informer.is_alive() and all(t.is_alive() for t in self.threads)
+
+    def _cancelled(self):
+        """ansible-runner's cancel callback: on shutdown, end the run and every process it started.
+        ansible-runner kills only the playbook's process group; Ansible's workers have sessions of
+        their own, and one in the middle of a task would go on applying alone."""
+        if not self.stop.is_set():
+            return False
+        kill_tree(os.getpid())
+        return True
+
+    def join(self, timeout):
+        """Wait until the workers have ended (after shutdown a running playbook is cancelled, which
+        ansible-runner notices within seconds); False if one is still running after `timeout`."""
+        deadline = time.monotonic() + timeout
+        for thread in self.threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        return not any(t.is_alive() for t in self.threads)
 
     # ------------------------------------------------------------ events
 
@@ -185,9 +203,12 @@ class Controller:
         LOG.info("%s/%s: running %s for generation %s", key[0], key[1], self.site.name, generation)
         args = extravars(cr, variables, self.settings.kubeconfig)
         args["kfocp_report_status"] = False  # this operator writes the status itself
-        result = run(self.site, args, self.settings.collections_path, cancel=self.stop.is_set,
-                     env=playbook_env(self.client.cfg, self.settings.kubeconfig),
+        result = run(self.site, args, self.settings.collections_path, cancel=self._cancelled,
+                     env=playbook_env(self.settings.kubeconfig),
                      log=logging.getLogger("kfocp.operator.playbook"))
+        if result.status == "canceled":  # the operator is stopping: the next one runs it again
+            LOG.info("%s/%s: run of %s cancelled, the operator is stopping", key[0], key[1], self.site.name)
+            return None
         new = status.after_run(result, generation, playbook_roles(self.site))
         self._write_status(get_kubeflow(self.client, *key) or cr, new)
         elapsed = time.monotonic() - started
@@ -232,9 +253,12 @@ class Controller:
         except ConfigError:
             variables = {}
         result = run(self.uninstall, extravars(cr, variables, self.settings.kubeconfig),
-                     self.settings.collections_path, cancel=self.stop.is_set,
-                     env=playbook_env(self.client.cfg, self.settings.kubeconfig),
+                     self.settings.collections_path, cancel=self._cancelled,
+                     env=playbook_env(self.settings.kubeconfig),
                      log=logging.getLogger("kfocp.operator.playbook"))
+        if result.status == "canceled":  # the operator is stopping; the finalizer stays for the next one
+            LOG.info("%s/%s: uninstall cancelled, the operator is stopping; finalizer kept", *key)
+            return None
         self.metrics.duration.labels("uninstall").observe(time.monotonic() - started)
         self.metrics.reconciles.labels("uninstall", "success" if result.ok else "failed").inc()
         if not result.ok:

@@ -14,6 +14,9 @@ from pathlib import Path
 from kfocp_operator import collection
 
 SA_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+# Seconds a stop signal leaves a running playbook to be cancelled (ansible-runner checks every 5 s)
+# before the process exits; the Deployment's terminationGracePeriodSeconds must be longer.
+STOP_GRACE = 20
 
 
 def parse(argv=None):
@@ -103,5 +106,7 @@ def main(argv=None):
     while not stop.wait(1.0):
         if fastpath is not None:
             metrics.queue_depth.labels("fastpath").set(fastpath.depth())
+    if not controller.join(STOP_GRACE):
+        log.warning("a playbook run did not end within %ds of the stop signal", STOP_GRACE)
     server.stop()
     return 0

@@ -33,6 +33,25 @@ def extravars(cr, variables, kubeconfig=None):
     return out
 
 
+class _Untrusted(dict):
+    """The extra variables' mapping: written with the tag !unsafe."""
+
+
+class _ExtravarsDumper(yaml.SafeDumper):
+    pass
+
+
+_ExtravarsDumper.add_representer(_Untrusted, lambda dumper, value: dumper.represent_mapping("!unsafe", dict(value)))
+
+
+def extravars_yaml(variables):
+    """The extra variables as YAML whose mapping is tagged !unsafe: Ansible takes every string in
+    it as text, never as a template. A CR's spec is input: "{{ lookup('pipe', ...) }}" in it must
+    not run in the operator, with the operator's rights. (The tag is on the mapping: on a single
+    string, Ansible would resolve the string's type again, and read 'null' as null.)"""
+    return yaml.dump(_Untrusted(variables), Dumper=_ExtravarsDumper, default_flow_style=False, sort_keys=True)
+
+
 def inventory(python=None):
     """One host, this machine, with the operator's own Python (it has the collection's dependencies)."""
     return {"all": {"hosts": {"localhost": {"ansible_connection": "local",
@@ -148,6 +167,10 @@ def run(playbook, variables, collections_path, cancel=None, env=None, log=LOG):
     try:
         (private / "inventory").mkdir()
         (private / "inventory" / "hosts.json").write_text(json.dumps(inventory()))
+        (private / "env").mkdir()
+        extra = private / "env" / "extravars"
+        extra.write_text(extravars_yaml(variables))  # ansible-runner passes it as -e @env/extravars
+        extra.chmod(0o600)
         envvars = {
             "ANSIBLE_COLLECTIONS_PATH": str(collections_path),
             "ANSIBLE_NOCOLOR": "1",
@@ -160,7 +183,7 @@ def run(playbook, variables, collections_path, cancel=None, env=None, log=LOG):
         envvars.update(env or {})
         runner = ansible_runner.run(
             private_data_dir=str(private), playbook=str(playbook), inventory=str(private / "inventory"),
-            extravars=variables, envvars=envvars, quiet=True, event_handler=EventRecorder(result, log),
+            envvars=envvars, quiet=True, event_handler=EventRecorder(result, log),
             cancel_callback=cancel, project_dir=str(Path(playbook).parent), settings={"suppress_ansible_output": True})
         result.rc = runner.rc
         result.status = runner.status

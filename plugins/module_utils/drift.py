@@ -49,11 +49,30 @@ def _fields(result):
     return fields
 
 
+def merge(results):
+    """One apply result from a role's several (a role that applies in sets registers one result
+    per set: <role>_result, <role>_<set>_result). Results of tasks that did not run are left out."""
+    ran = [r for r in results if r and not r.get("skipped")]
+    if not ran:
+        return results[0] if results else {}
+    out = {"objects": [], "diff": [], "summary": {}}
+    for result in ran:
+        out["objects"] += result.get("objects") or []
+        out["diff"] += result.get("diff") or []
+        for key, count in (result.get("summary") or {}).items():
+            out["summary"][key] = out["summary"].get(key, 0) + (count or 0)
+        if result.get("failed"):
+            out["failed"] = True
+            out["msg"] = "; ".join(m for m in (out.get("msg"), result.get("msg") or "failed") if m)
+    return out
+
+
 def report(results, roles=None):
     """The drift report.
 
-    `results` maps a role name to its registered apply result (or None when the role made no apply
-    call); `roles` gives the order of the rows (default: sorted role names).
+    `results` maps a role name to its registered apply result, or to a list of them (merged), or
+    to None when the role made no apply call; `roles` gives the order of the rows (default:
+    sorted role names).
     Returns {in_sync, summary: {state: count}, roles: {role: {state: count, error?}}, objects: [rows]}.
     """
     if not isinstance(results, dict):
@@ -63,6 +82,8 @@ def report(results, roles=None):
     rows, per_role = [], {}
     for role in order:
         result = results.get(role) or {}
+        if isinstance(result, list):
+            result = merge(result)
         counts = dict.fromkeys(ORDER, 0)
         entry = {"states": counts}
         if not result:

@@ -42,11 +42,13 @@ class ApplyError(Exception):
 
 
 class Item:
-    __slots__ = ("index", "ref", "obj", "mode", "shared", "set", "phase", "res", "live", "exists", "action", "diff")
+    __slots__ = ("index", "ref", "obj", "mode", "shared", "set", "phase", "res", "live", "exists", "action", "diff",
+                 "force")
 
-    def __init__(self, index, obj, mode, set_name=None):
+    def __init__(self, index, obj, mode, set_name=None, force=False):
         self.index = index
         self.set = set_name
+        self.force = force
         self.obj = obj
         self.ref = o.ref(obj)
         self.mode = mode
@@ -122,13 +124,14 @@ class Engine:
         """Make the API hold `definitions`; with `prune`, delete what this set owned before and no
         longer wants. Bad input fails before any change."""
         result = Result()
+        self._lists = {}  # the live state is read anew by every run
         items = self._plan(definitions)
         wanted = set(_unversioned(item.ref) for item in items)
         for phase in sorted(set(item.phase for item in items)):
             batch = [item for item in items if item.phase == phase]
             self._resolve(batch, result)
             self._fetch(batch)
-            self._map(self._apply_one, [i for i in batch if i.action is None], result)
+            self._map(self._apply_one, [i for i in batch if i.action is None], result, self._settled)
             if result.errors:
                 raise ApplyError(self._summary("apply failed", result), result)
             if phase == o.PHASE_CRD:
@@ -137,7 +140,7 @@ class Engine:
             if not self.set:
                 raise o.DefinitionError("prune needs a set: the objects it may delete are those of the same set")
             self._delete_owned(wanted, result, self.set)
-        self._finish(result)
+        self._finish(result, "prune failed")
         return result
 
     def delete(self, definitions, wait=False):
@@ -156,7 +159,7 @@ class Engine:
             self._map(self._delete_one, [i for i in batch if i.action is None], result)
         if wait:
             self._wait_gone(result)
-        self._finish(result)
+        self._finish(result, "delete failed")
         return result
 
     def delete_all(self, set_name=None, wait=False):
@@ -166,7 +169,7 @@ class Engine:
         self._delete_owned(set(), result, set_name)
         if wait:
             self._wait_gone(result)
-        self._finish(result)
+        self._finish(result, "uninstall failed")
         return result
 
     # ------------------------------------------------------------ planning
@@ -181,7 +184,7 @@ class Engine:
         for index, obj in enumerate(definitions):
             prepared, mode = o.prepare(obj, self.instance, self.set)
             set_name = ((obj.get("metadata") or {}).get("annotations") or {}).get(o.SET_OVERRIDE) or self.set
-            items.append(Item(index, prepared, mode, set_name or self.instance))
+            items.append(Item(index, prepared, mode, set_name or self.instance, o.forced(obj)))
         self._check_kinds(items)
         return items
 
@@ -279,6 +282,13 @@ class Engine:
 
     # ------------------------------------------------------------ applying one object
 
+    def _settled(self, item):
+        """(UNCHANGED, None) when the object kfocp labelled is already as desired: no request, no
+        thread. None when it needs _apply_one."""
+        if item.live is not None and o.up_to_date(item.live, item.obj):
+            return UNCHANGED, None
+        return None
+
     def _apply_one(self, item):
         ref = item.ref
         foreign = None
@@ -308,7 +318,7 @@ class Engine:
             return UNCHANGED, None
         try:
             manager = o.patch_manager(self.field_manager, item.set) if item.shared else self.field_manager
-            after = self.client.apply(item.res, item.obj, manager, force=self.force, dry_run=self.check)
+            after = self.client.apply(item.res, item.obj, manager, force=self.force or item.force, dry_run=self.check)
         except KubeError as err:
             if self.check and err.status == 404 and not item.exists:
                 return CREATED, "would be created once its namespace exists"
@@ -370,7 +380,10 @@ class Engine:
         if meta.get("namespace"):
             empty["metadata"]["namespace"] = meta["namespace"]
         sets = [set_name] if set_name else o.patch_sets(live, self.field_manager)
+        kept = o.give_back(live)
         try:
+            if kept is not None:
+                self.client.apply(res, kept, o.GIVE_BACK, force=True, dry_run=self.check)
             for name in sets:
                 self.client.apply(res, empty, o.patch_manager(self.field_manager, name), dry_run=self.check)
         except KubeError as err:
@@ -390,6 +403,20 @@ class Engine:
                 kinds.append(res)
         return kinds
 
+    def _scan_list(self, res, shared, set_name):
+        """The objects of one kind that prune looks at: kfocp's own in `set_name` (all sets when
+        None), or those it patched. This run's LIST of the kind is used when there was one (what it
+        created since is wanted); a new LIST of its own objects reads only their metadata, which is
+        all deleting them needs."""
+        group = o.group_version(res.api_version)[0]
+        for (api_version, kind, was_shared), cached in self._lists.items():  # in any version of the kind
+            if (kind, was_shared, o.group_version(api_version)[0]) == (res.kind, shared, group):
+                return [live for live in cached.values() if shared or set_name is None
+                        or (live["metadata"].get("labels") or {}).get(o.SET) == set_name]
+        if shared:
+            return self.client.list(res, label_selector=o.patched_selector(self.instance))
+        return self.client.list(res, label_selector=o.owner_selector(self.instance, set_name), metadata_only=True)
+
     def _delete_owned(self, wanted, result, set_name):
         """Delete what kfocp owns in `set_name` (all sets when None) and is not `wanted`; release
         what it patched there. Runs in reverse apply order."""
@@ -399,8 +426,8 @@ class Engine:
 
         def scan(res):
             try:
-                owned = self.client.list(res, label_selector=o.owner_selector(self.instance, set_name))
-                patched = self.client.list(res, label_selector=o.patched_selector(self.instance))
+                owned = self._scan_list(res, False, set_name)
+                patched = self._scan_list(res, True, set_name)
             except KubeError as err:
                 if err.status in (403, 404, 405, 503):
                     return []
@@ -471,7 +498,9 @@ class Engine:
 
     # ------------------------------------------------------------ plumbing
 
-    def _map(self, func, items, result):
+    def _map(self, func, items, result, settled=None):
+        """func(item) for every item, in parallel, and the outcomes recorded in the items' order.
+        Items for which settled(item) already gives the outcome are not sent to the pool."""
         def run(item):
             try:
                 action, message = func(item)
@@ -479,7 +508,10 @@ class Engine:
                 action, message = FAILED, self._explain(err)
             return item, action, message
 
-        for item, action, message in self._pool(run, items):
+        known = [settled(item) if settled else None for item in items]
+        ran = iter(self._pool(run, [item for item, outcome in zip(items, known) if outcome is None]))
+        for item, outcome in zip(items, known):
+            item, action, message = next(ran) if outcome is None else (item,) + outcome
             item.action = action
             result.record(item.ref, action, message)
             if item.diff is not None:
@@ -494,8 +526,11 @@ class Engine:
         with ThreadPoolExecutor(max_workers=min(self.concurrency, len(items))) as pool:
             return list(pool.map(func, items))
 
-    def _finish(self, result):
+    def _finish(self, result, failed="failed"):
+        """Keep the API's warnings; an object that could not be deleted or given back fails the run."""
         result.warnings = sorted(self.client.warnings)
+        if result.errors:
+            raise ApplyError(self._summary(failed, result), result)
 
     def _summary(self, prefix, result):
         if self.client.unreachable:

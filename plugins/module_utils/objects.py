@@ -34,6 +34,17 @@ OWNED = "owned"
 # namespaces that several roles need are in the set "namespaces", which only uninstall removes.
 SET_OVERRIDE = "kfocp.io/set"
 NAMESPACES_SET = "namespaces"
+# A desired object with this annotation set to "true" (never sent) takes over the fields it sets
+# even where another field manager owns them: for one atomic value that kfocp computes from the
+# live one and that keeps the other writers' part (a member roll's member list). Every other
+# conflict stays an error.
+FORCE = "kfocp.io/force"
+# A shared object records here (JSON {"spec.members": [...]}, dotted paths) the items kfocp put into
+# its atomic lists with FORCE. Giving the object back removes exactly those items and hands each
+# list, with the other writers' items, to the field manager GIVE_BACK, so that kfocp's own
+# manager no longer owns it and its release does not delete the list.
+ADDED = "kfocp.io/added-items"
+GIVE_BACK = "given-back-by-kfocp"
 # Objects kfocp patched but does not own carry patched.kfocp.io/<instance>=<set>.
 PATCHED_PREFIX = "patched.kfocp.io/"
 MANAGER = "kfocp"
@@ -143,6 +154,7 @@ def prepare(obj, instance, set_name):
     meta = obj.setdefault("metadata", {})
     annotations = dict(meta.get("annotations") or {})
     annotations.pop(OWNERSHIP, None)
+    annotations.pop(FORCE, None)
     shared = mode == SHARED
     set_name = annotations.pop(SET_OVERRIDE, None) or set_name
     labels = dict(meta.get("labels") or {})
@@ -160,6 +172,37 @@ def prepare(obj, instance, set_name):
     meta["annotations"] = annotations
     annotations[hash_key(set_name or instance) if shared else HASH] = config_hash(obj)
     return obj, mode
+
+
+def forced(obj):
+    """True when the desired object takes over its fields from other field managers (FORCE)."""
+    return ((obj.get("metadata") or {}).get("annotations") or {}).get(FORCE) == "true"
+
+
+def give_back(live):
+    """The apply configuration that leaves in each list recorded in ADDED only the items kfocp did
+    not add (None when nothing is recorded)."""
+    meta = live.get("metadata") or {}
+    try:
+        added = json.loads((meta.get("annotations") or {}).get(ADDED) or "{}")
+    except ValueError:
+        return None
+    if not isinstance(added, dict) or not added:
+        return None
+    body = {"apiVersion": live.get("apiVersion"), "kind": live.get("kind"), "metadata": {"name": meta.get("name")}}
+    if meta.get("namespace"):
+        body["metadata"]["namespace"] = meta["namespace"]
+    for path, items in sorted(added.items()):
+        keys = path.split(".")
+        value = live
+        for key in keys:
+            value = value.get(key) if isinstance(value, dict) else None
+        kept = [item for item in value or [] if item not in (items or [])]
+        node = body
+        for key in keys[:-1]:
+            node = node.setdefault(key, {})
+        node[keys[-1]] = kept
+    return body
 
 
 def owned_by(live, instance):
@@ -318,7 +361,8 @@ def conflict_fields(status):
     causes = ((status or {}).get("details") or {}).get("causes") or []
     found = []
     for cause in causes:
-        if cause.get("type") == "FieldManagerConflict":
+        # The API (StatusCause) names the cause type in the JSON field "reason".
+        if "FieldManagerConflict" in (cause.get("reason"), cause.get("type")):
             found.append("%s (owned by %s)" % (cause.get("field"), _manager_name(cause.get("message", ""))))
     return found
 

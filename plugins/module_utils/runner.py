@@ -7,9 +7,21 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import base64
+
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import Client, KubeError
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.engine import ApplyError, Engine
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.objects import DefinitionError
+
+
+def redacted_forms(values):
+    """Each secret value as it may appear in a result: as it is, and base64-encoded."""
+    forms = set()
+    for value in values or ():
+        if value:
+            forms.add(value)
+            forms.add(base64.b64encode(value.encode("utf-8")).decode("ascii"))
+    return forms
 
 
 def engine_from(params, auth, check_mode=False, diff=False):
@@ -22,6 +34,16 @@ def engine_from(params, auth, check_mode=False, diff=False):
 
 def run_engine(params, auth, check_mode=False, diff=False):
     """Return (module result, error message or None)."""
+    out, error = _run(params, auth, check_mode, diff)
+    # The result echoes the options, as every module's does, but not the definitions: thousands of
+    # objects sent back to the controller and kept in registered variables, for nothing.
+    count = len(params.get("definitions") or [])
+    echoed = dict((key, value) for key, value in params.items() if key != "redact")
+    out["invocation"] = {"module_args": dict(echoed, definitions="%d object(s), not echoed" % count)}
+    return out, error
+
+
+def _run(params, auth, check_mode, diff):
     report = params.get("report") or "changed"
     try:
         engine = engine_from(params, auth, check_mode, diff)

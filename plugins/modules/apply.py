@@ -86,6 +86,15 @@ options:
     type: str
     choices: [changed, all]
     default: changed
+  redact:
+    description:
+      - Secret values that O(definitions) carry (an OAuth client secret, a password). They, and
+        their base64 forms as a Secret's C(data) holds them, are replaced by C(********) in
+        everything the module returns - messages, RV(objects), diffs - so that the task needs no
+        C(no_log) and a failure still says what failed.
+    type: list
+    elements: str
+    default: []
 notes:
   - Check mode sends every change as a server-side dry run, so the API server still validates it.
   - Diff mode returns the before and after of every changed object.
@@ -140,7 +149,7 @@ from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.args import (
     AUTH_ARGS, ENGINE_ARGS, argspec, auth_params)
-from ansible_collections.kfocp.kubeflow.plugins.module_utils.runner import run_engine
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.runner import redacted_forms, run_engine
 
 
 def main():
@@ -150,8 +159,11 @@ def main():
         "prune": {"type": "bool", "default": False},
         "wait": {"type": "bool", "default": False},
         "report": {"type": "str", "choices": ["changed", "all"], "default": "changed"},
+        "redact": {"type": "list", "elements": "str", "default": [], "no_log": True},
     })
     module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
+    # the values are masked as no_log options are; a Secret's data holds them base64-encoded
+    module.no_log_values.update(redacted_forms(module.params["redact"]))
     result, error = run_engine(module.params, auth_params(module.params), module.check_mode, module._diff)
     if error:
         module.fail_json(msg=error, **result)

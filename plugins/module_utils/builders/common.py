@@ -52,3 +52,21 @@ def role_binding(name, namespace_name, role_kind, role_name, subjects, labels=No
     return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": meta,
             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": role_kind, "name": role_name},
             "subjects": subjects}
+
+
+def plain(value):
+    """`value` as plain dicts, lists, strings and numbers. Values that come from Ansible are lazy
+    templating containers: reading and copying those object by object is very slow at scale."""
+    if isinstance(value, dict) or (hasattr(value, "items") and hasattr(value, "keys")):
+        return dict((str(k), plain(v)) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    if isinstance(value, str):
+        return str(value)
+    return value

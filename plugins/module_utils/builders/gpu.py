@@ -135,10 +135,11 @@ def clone(source, entry, cloud, fields=None, live=None):
 
 def machinesets(entries, live, cloud=None, fields=None, field="gpu_machinesets"):
     """The GPU MachineSets for `entries`, cloned from the worker MachineSets in `live` (every
-    MachineSet of openshift-machine-api, as read from the cluster)."""
+    MachineSet of openshift-machine-api, as read from the cluster). With `live` None (not read
+    yet) the entries are only checked."""
     fields = fields or INSTANCE_TYPE_FIELDS
     entries = normalise(entries, field)
-    if not entries:
+    if not entries or live is None:
         return []
     workers = worker_machinesets(live)
     require(workers, field, "no worker MachineSet in %s to clone" % MACHINE_API,
@@ -203,8 +204,8 @@ def objects(params):
     nfd_ns = params.get("nfd_namespace")
     if nfd_ns and not any(o["kind"] == "Namespace" and o["metadata"]["name"] == nfd_ns for o in operators):
         operators.insert(0, namespace(dns_label(nfd_ns, "gpu_nfd_namespace")))
-    sets = machinesets(params.get("machinesets") or [], params.get("live_machinesets") or [],
-                       params.get("cloud") or None, fields)
+    sets = machinesets(params.get("machinesets") or [], params.get("live_machinesets"), params.get("cloud") or None,
+                       fields)
     return operators + sets
 
 

@@ -18,7 +18,7 @@ import re
 
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import scc as scc_builder
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.common import (
-    dns_label, namespace as platform_namespace, require)
+    dns_label, namespace as platform_namespace, plain, require)
 
 MANAGED, REMOVED = "managed", "removed"
 COMPONENT_LABEL = "kfocp.io/component"
@@ -563,6 +563,20 @@ def audit_table(grants):
     return ["%-*s  %-*s  %-*s  %s" % (widths[0], r[0], widths[1], r[1], widths[2], r[2], r[3]) for r in rows]
 
 
+# ---------------------------------------------------------------- aggregated ClusterRoles
+
+def aggregated_rules(objs):
+    """ClusterRoles with an aggregationRule (upstream's kubeflow-admin, -edit, -view) without their
+    `rules`: the API server's aggregation controller writes that field, so applying upstream's
+    `rules: []` would fight it (a field manager conflict on every later run)."""
+    out = []
+    for obj in objs:
+        if obj.get("kind") == "ClusterRole" and obj.get("aggregationRule") and "rules" in obj:
+            obj = dict((k, v) for k, v in obj.items() if k != "rules")
+        out.append(obj)
+    return out
+
+
 # ---------------------------------------------------------------- the whole pipeline
 
 def platform_namespaces(objs, components_namespace, injection_labels=None):
@@ -592,6 +606,8 @@ def assemble(rendered, options):
     """
     require(isinstance(rendered, dict), "rendered", "must map component names to object lists",
             "Pass the kustomize module's `components` result")
+    # plain data first: copying Ansible's lazy containers object by object is very slow
+    rendered, options = plain(rendered), plain(options)
     objs = label_components(rendered)
     namespace = options.get("namespace") or "kubeflow"
     objs = set_namespace(objs, namespace)
@@ -628,6 +644,8 @@ def assemble(rendered, options):
     objs += [_label(b, "scc") for b in scc_objects(result["grants"])] if result["grants"] else []
     if options.get("render"):
         objs = [_plain(obj) for obj in objs]
+    else:
+        objs = aggregated_rules(objs)
     result["objects"] = objs
     return result
 

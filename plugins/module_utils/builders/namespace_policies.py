@@ -25,7 +25,8 @@ import re
 
 from ansible_collections.kfocp.kubeflow.plugins.module_utils import objects as o
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import mesh, scc
-from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.common import dns_label, dns_subdomain, require
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.common import (  # noqa: F401 (plain)
+    dns_label, dns_subdomain, plain, require)
 
 DEFAULT_TOLERATIONS = "scheduler.alpha.kubernetes.io/defaultTolerations"
 WHITELIST = "scheduler.alpha.kubernetes.io/tolerationsWhitelist"
@@ -73,24 +74,6 @@ DEFAULTS = {
 }
 
 
-def plain(value):
-    """`value` as plain dicts, lists, strings and numbers. Values that come from Ansible are lazy
-    templating containers: reading and copying those for every namespace is very slow at scale."""
-    if isinstance(value, dict) or (hasattr(value, "items") and hasattr(value, "keys")):
-        return dict((str(k), plain(v)) for k, v in value.items())
-    if isinstance(value, (list, tuple)):
-        return [plain(v) for v in value]
-    if isinstance(value, bool):
-        return bool(value)
-    if isinstance(value, int):
-        return int(value)
-    if isinstance(value, float):
-        return float(value)
-    if isinstance(value, str):
-        return str(value)
-    return value
-
-
 class Settings(object):
     """The role's variables, checked once, with defaults for the missing ones."""
 
@@ -114,11 +97,15 @@ class Settings(object):
         if self["namespace_policies_mesh_mode"] == "mesh":
             # the service_mesh role's settings (mesh.MEMBERSHIP_KEYS), as the role's vars pass them
             self.mesh = mesh.normalise(self.raw.get("namespace_policies_service_mesh") or {})
-        elif self["namespace_policies_mesh_mode"] != "none":
+        # checked in every mode (the ones that do not use them too): a wrong value is wrong input
+        if self["namespace_policies_mesh_mode"] not in ("mesh", "none") or self["namespace_policies_mesh_name"]:
             dns_subdomain(self["namespace_policies_mesh_name"], "namespace_policies_mesh_name")
+        if self["namespace_policies_mesh_mode"] not in ("mesh", "none") or self["namespace_policies_mesh_namespace"]:
             dns_label(self["namespace_policies_mesh_namespace"], "namespace_policies_mesh_namespace")
         for key in ("namespace_policies_gpu_tolerations", "namespace_policies_others_whitelist"):
             tolerations(self[key], key)
+        if self["namespace_policies_gpu_operator_namespace"]:
+            dns_label(self["namespace_policies_gpu_operator_namespace"], "namespace_policies_gpu_operator_namespace")
         for key in ("namespace_policies_whitelist_namespaces", "namespace_policies_whitelist_exclude"):
             require(isinstance(self[key], list) and all(isinstance(x, str) for x in self[key]), key,
                     "must be a list of namespace names or patterns", "For example [default, openshift-*, kube-*]")

@@ -10,6 +10,10 @@ Kubeflow dashboard does it: in the profile namespace, a RoleBinding and an Istio
 AuthorizationPolicy named user-<sanitised user>-clusterrole-<role>, annotated with `user` and
 `role`; a Group contributor also gets a RoleBinding to the Group itself. Group members come from
 the live Group objects, so membership changes are followed on the next run.
+
+Owners share their namespace themselves too, through the dashboard, with objects of the same
+names. Those are theirs: kfocp's access objects are created only where no object of that name
+exists (ownership "ensure"), so kfocp never overwrites or prunes an owner's.
 """
 from __future__ import absolute_import, division, print_function
 
@@ -21,7 +25,7 @@ import re
 
 from ansible_collections.kfocp.kubeflow.plugins.module_utils import objects as o
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.common import require, role_binding
-from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.namespace_policies import plain
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.common import plain
 
 PROFILE_API = "kubeflow.org/v1"
 AUTHZ_API = "security.istio.io/v1"
@@ -243,14 +247,14 @@ def _user_access(namespace, user, role, settings):
     name = binding_name("User", user, role)
     annotations = {"user": user, "role": role}
     binding = role_binding(name, namespace, "ClusterRole", ROLES[role],
-                           [{"apiGroup": RBAC_GROUP, "kind": "User", "name": user}], annotations=annotations)
+                           [{"apiGroup": RBAC_GROUP, "kind": "User", "name": user}], annotations=_ensure(annotations))
     rule = {"when": [{"key": "request.headers[%s]" % _setting(settings, "profiles_userid_header"),
                       "values": [_setting(settings, "profiles_userid_prefix") + user]}]}
     principals = _setting(settings, "profiles_authz_principals")
     if principals:
         rule["from"] = [{"source": {"principals": list(principals)}}]
     policy = {"apiVersion": AUTHZ_API, "kind": "AuthorizationPolicy",
-              "metadata": {"name": name, "namespace": namespace, "annotations": dict(annotations)},
+              "metadata": {"name": name, "namespace": namespace, "annotations": _ensure(annotations)},
               "spec": {"action": "ALLOW", "rules": [rule]}}
     return [binding, policy]
 
@@ -258,7 +262,14 @@ def _user_access(namespace, user, role, settings):
 def _group_binding(namespace, group, role):
     return role_binding(binding_name("Group", group, role), namespace, "ClusterRole", ROLES[role],
                         [{"apiGroup": RBAC_GROUP, "kind": "Group", "name": group}],
-                        annotations={"group": group, "role": role})
+                        annotations=_ensure({"group": group, "role": role}))
+
+
+def _ensure(annotations):
+    """Contributor access that the owner gave through the dashboard has the same name as kfocp's:
+    kfocp creates its own when missing and leaves the owner's as it is (never overwrites or prunes
+    it)."""
+    return dict(annotations, **{o.OWNERSHIP: o.ENSURE})
 
 
 def access_objects(profile, settings):
