@@ -39,6 +39,19 @@ def kube(control_plane):
     return Client.from_params({"kubeconfig": str(control_plane.kubeconfig)})
 
 
+@pytest.fixture(scope="module")
+def own_plane(tmp_path_factory):
+    """A control plane of the test module's own, for tests that run every role cluster-wide or
+    compare the whole API before and after: on the shared plane they would act on, and see, the
+    other tests' objects. Yields (plane, client)."""
+    from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import Client
+    plane = ControlPlane(tmp_path_factory.mktemp("own-plane")).up()
+    try:
+        yield plane, Client.from_params({"kubeconfig": str(plane.kubeconfig)})
+    finally:
+        plane.destroy()
+
+
 @pytest.fixture
 def instance():
     """A fresh kfocp instance name, so that tests never see each other's objects."""

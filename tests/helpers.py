@@ -146,12 +146,72 @@ def play_profile_controller(control_plane, names=None, labels=None):
     profiles = [p for p in _json.loads(out.stdout)["items"]
                 if (names is None or p["metadata"]["name"] in names) and not p["metadata"].get("deletionTimestamp")]
     objs = [obj for p in profiles for obj in profile_controller_objects(p, labels)]
-    ordered = [o for o in objs if o["kind"] == "Namespace"] + [o for o in objs if o["kind"] != "Namespace"]
-    for start in range(0, len(ordered), 2000):
-        body = {"apiVersion": "v1", "kind": "List", "items": ordered[start:start + 2000]}
+    from concurrent.futures import ThreadPoolExecutor
+
+    def apply(items):
+        body = {"apiVersion": "v1", "kind": "List", "items": items}
         control_plane.kubectl("apply", "--server-side", "--field-manager=profile-controller", "-f", "-",
                               input=_json.dumps(body))
+
+    # the namespaces first, then what goes in them; kubectl applies one object after the other, so
+    # large numbers go through four of them at a time
+    for group in ([o for o in objs if o["kind"] == "Namespace"], [o for o in objs if o["kind"] != "Namespace"]):
+        with ThreadPoolExecutor(4) as pool:
+            list(pool.map(apply, [group[start:start + 500] for start in range(0, len(group), 500)]))
     return [p["metadata"]["name"] for p in profiles]
+
+
+def kfam_binding_name(user, role):
+    """The name Kubeflow's access management (KFAM, behind the dashboard's "Manage contributors")
+    gives a contributor's RoleBinding and AuthorizationPolicy: User-<user>-ClusterRole-<role>,
+    lower case, every run of other characters than letters and digits made '-'."""
+    import re
+    raw = "-".join(["User", re.sub(r"[^a-zA-Z0-9]+", "-", user), "ClusterRole", role]).lower()
+    return re.sub(r"[^a-zA-Z0-9]+", "-", raw)
+
+
+def play_kfam_add_contributor(kube, namespace, user, role, rolebinding_client=None, userid_header="kubeflow-userid",
+                              principals=("cluster.local/ns/istio-system/sa/istio-ingressgateway-service-account",
+                                          "cluster.local/ns/kubeflow/sa/ml-pipeline-ui")):
+    """Add a contributor to a profile namespace as the dashboard does through KFAM: a RoleBinding to
+    kubeflow-<role> and an Istio AuthorizationPolicy for the user's identity header, both named
+    kfam_binding_name() and annotated user and role, created (not applied) with field manager kfam.
+    The RoleBinding is created with `rolebinding_client` when given (the owner's own credentials),
+    else as KFAM. Returns the name."""
+    name = kfam_binding_name(user, role)
+    annotations = {"user": user, "role": role}
+    binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+               "metadata": {"name": name, "namespace": namespace, "annotations": annotations},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "kubeflow-" + role},
+               "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}]}
+    policy = {"apiVersion": "security.istio.io/v1", "kind": "AuthorizationPolicy",
+              "metadata": {"name": name, "namespace": namespace, "annotations": annotations},
+              "spec": {"rules": [{"when": [{"key": "request.headers[%s]" % userid_header, "values": [user]}],
+                                  "from": [{"source": {"principals": list(principals)}}]}]}}
+    for client, body in ((rolebinding_client or kube, binding), (kube, policy)):
+        res = client.resource(body["apiVersion"], body["kind"])
+        client.request("POST", client.path(res, namespace), query={"fieldManager": "kfam"}, body=body)
+    return name
+
+
+def subject_access_review(kube, user, groups, verb, resource, api_group="", namespace=None, name=None):
+    """Ask the API server's authorizer whether `user` (in `groups`, and system:authenticated) may
+    do it: (allowed, reason)."""
+    attributes = {"verb": verb, "group": api_group, "resource": resource}
+    attributes.update((k, v) for k, v in (("namespace", namespace), ("name", name)) if v)
+    body = {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+            "spec": {"user": user, "groups": list(groups) + ["system:authenticated"], "resourceAttributes": attributes}}
+    answer = kube.request("POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", body=body)
+    return bool(answer["status"].get("allowed")), answer["status"].get("reason", "")
+
+
+def components_only(instance, *managed):
+    """Extravars for playbooks/components.yml that manage only the `managed` components (upstream's
+    kubeflow-roles, say) and mark every other one removed."""
+    import yaml
+    defaults = yaml.safe_load((ROOT / "roles" / "components" / "defaults" / "main.yml").read_text())
+    states = dict((name, "managed" if name in managed else "removed") for name in defaults["components_catalog"])
+    return {"kfocp_instance": instance, "components_components": states}
 
 
 # ---------------------------------------------------------------- playing OLM and the mesh operators
@@ -292,3 +352,113 @@ def play_autoscaler_scale(kube, name, replicas, namespace="openshift-machine-api
     body = {"spec": {"replicas": replicas}}
     return kube.request("PATCH", kube.path(res, namespace, name) + "/scale", query={"fieldManager": "cluster-autoscaler"},
                         body=body, content_type="application/merge-patch+json")
+
+
+# ---------------------------------------------------------------- what an install left on the cluster
+
+def labelled_objects(kube, instance, patched=True):
+    """{(group, kind, namespace, name): object} of every kind that can be listed: the objects
+    labelled kfocp.io/instance=<instance> and, with `patched`, those carrying its shared-patch
+    label patched.kfocp.io/<instance>. One served version per kind; Events are left out."""
+    from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import KubeError
+    selectors = ["kfocp.io/instance=%s" % instance] + (["patched.kfocp.io/%s" % instance] if patched else [])
+    found, seen = {}, set()
+    for (api_version, kind), res in kube.resources(refresh=True).items():
+        group = api_version.split("/")[0] if "/" in api_version else ""
+        if "list" not in res.verbs or kind in ("Event", "ComponentStatus") or (group, res.plural) in seen:
+            continue
+        seen.add((group, res.plural))
+        for selector in selectors:
+            try:
+                items = kube.list(res, label_selector=selector)
+            except KubeError as err:
+                if err.status in (404, 405, 503):
+                    continue
+                raise
+            for item in items:
+                meta = item["metadata"]
+                item.setdefault("apiVersion", api_version)
+                item.setdefault("kind", kind)
+                found[(group, kind, meta.get("namespace") or "", meta["name"])] = item
+    return found
+
+
+class PlayOperators:
+    """OLM and the mesh operators, played in the background while playbooks or the operator run:
+    every Subscription gets a Succeeded CSV, every mesh control plane is reported Ready."""
+
+    MESH = [("maistra.io/v2", "ServiceMeshControlPlane"), ("sailoperator.io/v1", "Istio")]
+
+    def __init__(self, kube):
+        import threading
+        self.kube = kube
+        self.stop = threading.Event()
+        self.done = set()
+        self.thread = threading.Thread(target=self.run, daemon=True)
+
+    def run(self):
+        from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import KubeError
+        subs = self.kube.resource("operators.coreos.com/v1alpha1", "Subscription")
+        while not self.stop.is_set():
+            try:
+                for sub in self.kube.list(subs):
+                    key = ("sub", sub["metadata"]["namespace"], sub["spec"]["name"])
+                    if key not in self.done:
+                        play_olm_csv_succeeded(self.kube, key[1], key[2])
+                        self.done.add(key)
+                for api_version, kind in self.MESH:
+                    try:
+                        res = self.kube.resource(api_version, kind)
+                    except Exception:  # pylint: disable=broad-except  # the kind is not served
+                        continue
+                    for obj in self.kube.list(res):
+                        meta = obj["metadata"]
+                        key = (kind, meta.get("namespace"), meta["name"], meta.get("generation"))
+                        if key not in self.done:
+                            play_mesh_ready(self.kube, api_version, kind, meta["name"], meta.get("namespace"), 5)
+                            self.done.add(key)
+            except KubeError:
+                pass
+            self.stop.wait(0.5)
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join(10)
+
+
+def roles_off_except(*keep):
+    """Spec fields of a Kubeflow CR that switch off every role but `keep`, as a user would:
+    <role>State: absent."""
+    import measure
+    return measure.roles_off_except(ROOT / "operator" / "config" / "crd" / "bases" / "kfocp.io_kubeflows.yaml", keep)
+
+
+def isolated_policies(instance):
+    """Role variables that keep namespace_policies to the profile namespaces labelled
+    kfocp-test=<instance> and the namespaces named <instance>-*: the control plane is shared."""
+    return {"namespace_policies_selector": {"app.kubernetes.io/part-of": "kubeflow-profile", "kfocp-test": instance},
+            "namespace_policies_whitelist_namespaces": [instance + "-*"]}
+
+
+def play_pvc_protection(kube, stop, interval=0.5):
+    """What kube-controller-manager's pvc-protection controller does, which the local control plane
+    does not run: remove the kubernetes.io/pvc-protection finalizer from PersistentVolumeClaims
+    being deleted (no pod uses them here). Loops until the threading.Event `stop` is set."""
+    from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import KubeError
+    res = kube.resource("v1", "PersistentVolumeClaim")
+    while not stop.is_set():
+        try:
+            for claim in kube.list(res):
+                meta = claim["metadata"]
+                if meta.get("deletionTimestamp") and "kubernetes.io/pvc-protection" in (meta.get("finalizers") or []):
+                    kept = [f for f in meta["finalizers"] if f != "kubernetes.io/pvc-protection"]
+                    kube.request("PATCH", kube.path(res, meta["namespace"], meta["name"]),
+                                 body={"metadata": {"finalizers": kept, "resourceVersion": meta["resourceVersion"]}},
+                                 content_type="application/merge-patch+json")
+        except KubeError:
+            pass
+        stop.wait(interval)

@@ -94,3 +94,27 @@ def test_the_same_auth_in_front_of_every_mesh_flavour(playbook, kube, instance, 
     assert get(kube, "oauth.openshift.io/v1", "OAuthClient", instance) is None
     if flavour == "external":
         assert get(kube, "v1", "Namespace", "istio-system") is not None  # the mesh's, never kfocp's
+
+
+def test_a_failed_apply_says_why_and_still_shows_no_secret(playbook, kube, instance):
+    """The apply task carries the OAuth secrets, which the module masks: no no_log is needed, so a
+    failure names the object and the reason."""
+    kube.apply(kube.resource("oauth.openshift.io/v1", "OAuthClient"),
+               {"apiVersion": "oauth.openshift.io/v1", "kind": "OAuthClient", "metadata": {"name": instance},
+                "secret": "someone-elses", "grantMethod": "auto"}, "someone")
+    try:
+        result = playbook(ROLES, auth_vars(instance))
+        assert result.rc != 0
+        text = " ".join(result.stdout.split())
+        assert "OAuthClient %s: already exists and was created by someone else" % instance in text, result.stdout
+        assert "censored" not in text
+        # the Secret is applied in the same call, beside the refused OAuthClient
+        secret = get(kube, "v1", "Secret", "kubeflow-oauth", instance)
+        client_secret = base64.b64decode(secret["data"]["client_secret"]).decode()
+        assert client_secret not in result.stdout
+        assert secret["data"]["client_secret"] not in result.stdout
+        for event in result.events:
+            assert client_secret not in str(event.get("event_data", {}))
+    finally:
+        kube.delete(kube.resource("oauth.openshift.io/v1", "OAuthClient"), instance)
+        assert playbook("uninstall", {"kfocp_instance": instance}).rc == 0

@@ -290,3 +290,24 @@ def test_pruning_one_set_gives_back_only_its_patch(kube, instance, control_plane
     engine(kube, instance).delete_all()
     labels = get(kube, "v1", "Namespace", instance)["metadata"]["labels"]
     assert "from-c" not in labels and o.PATCHED_PREFIX + instance not in labels
+
+
+def test_prune_reads_the_applied_kinds_once(kube, instance, control_plane):
+    """A run with prune compares and prunes from one LIST of kfocp's objects per applied kind."""
+    objs = [ns(instance), cm("a", instance, x="1"), cm("b", instance, x="2")]
+    engine(kube, instance).apply(objs, prune=True)
+    client = Client.from_params({"kubeconfig": str(control_plane.kubeconfig)})
+    sent = []
+    send = client.request
+
+    def recording(method, path, query=None, **kwargs):
+        sent.append((method, path, (query or {}).get("labelSelector", "")))
+        return send(method, path, query=query, **kwargs)
+
+    client.request = recording
+    result = engine(client, instance).apply(objs[:2], prune=True)
+    assert [(i["name"], i["action"]) for i in result.items if i["action"] != "unchanged"] == [("b", "deleted")]
+    owned = [s for s in sent if s[:2] == ("GET", "/api/v1/configmaps") and s[2].startswith(o.MANAGED_BY)]
+    assert len(owned) == 1, owned
+    assert get(kube, "v1", "ConfigMap", "a", instance) is not None
+    assert get(kube, "v1", "ConfigMap", "b", instance) is None

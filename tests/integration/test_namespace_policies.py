@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from helpers import play_profile_controller, wait_for
-from test_profiles import apply_objects, named, policy_settings
+from helpers import isolated_policies, play_profile_controller, wait_for
+from test_profiles import apply_objects, named
 
 GPU_TOLERATION = {"key": "workload", "operator": "Equal", "value": "ai-ml", "effect": "NoSchedule"}
 
@@ -48,7 +48,7 @@ def assert_in_mesh(kube, profile, flavour):
 def test_policies_on_and_off_and_their_effect_on_pods(playbook, kube, control_plane, instance, flavour="ossm3"):
     profile, web = instance + "-p", instance + "-web"
     apply_objects(control_plane, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": web}})
-    extra = dict(policy_settings(instance), kfocp_instance=instance, service_mesh_flavour=flavour,
+    extra = dict(isolated_policies(instance), kfocp_instance=instance, service_mesh_flavour=flavour,
                  profiles_quota_default={"requests.nvidia.com/gpu": "1"},
                  profiles_list=[{"name": profile, "owner": {"user": "alice@example.com"}}],
                  namespace_policies_scc="nonroot", namespace_policies_serverless=True,
@@ -114,7 +114,7 @@ def test_policies_on_and_off_and_their_effect_on_pods(playbook, kube, control_pl
 def test_profile_namespaces_join_the_mesh_of_each_flavour(playbook, kube, control_plane, instance, flavour):
     """ossm3 is the flavour of the test above; the mesh flavour of the local inventory is external."""
     profile = instance + "-m"
-    extra = dict(policy_settings(instance), kfocp_instance=instance, service_mesh_flavour=flavour,
+    extra = dict(isolated_policies(instance), kfocp_instance=instance, service_mesh_flavour=flavour,
                  profiles_list=[{"name": profile, "owner": {"user": "carol@example.com"}}])
     assert playbook("profiles", extra).rc == 0
     play_profile_controller(control_plane, [profile], {"kfocp-test": instance})
@@ -131,7 +131,7 @@ def test_memberroll_adds_members_and_keeps_the_mesh_owners(playbook, kube, contr
     apply_objects(control_plane, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": mesh_ns}},
                   {"apiVersion": "maistra.io/v1", "kind": "ServiceMeshMemberRoll",
                    "metadata": {"name": "default", "namespace": mesh_ns}, "spec": {"members": ["kubeflow"]}})
-    extra = dict(policy_settings(instance), kfocp_instance=instance, namespace_policies_mesh_mode=mode,
+    extra = dict(isolated_policies(instance), kfocp_instance=instance, namespace_policies_mesh_mode=mode,
                  namespace_policies_mesh_namespace=mesh_ns,
                  profiles_list=[{"name": profile, "owner": {"user": "bob@example.com"}}])
     assert playbook("profiles", extra).rc == 0

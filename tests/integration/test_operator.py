@@ -5,23 +5,19 @@ the CR removes everything the operator created."""
 import json
 import os
 import sys
-import threading
-import time
 import uuid
 
 import pytest
-import yaml
 
-from helpers import ROOT, play_profile_controller, wait_for
+from helpers import ROOT, isolated_policies, play_profile_controller, wait_for
 
 sys.path[:0] = [str(ROOT / "operator"), str(ROOT / "operator" / "hack")]
 
 import launch  # noqa: E402
-from kfocp_operator.paramconv import to_camel  # noqa: E402
+import measure  # noqa: E402
 
 CRD = launch.CRD
 NS = launch.NAMESPACE
-PROFILE_LABEL = {"app.kubernetes.io/part-of": "kubeflow-profile"}
 # Roles the test keeps on: they need nothing but the API server. The others (mesh, serverless,
 # GPU, components, ...) wait for operators that do not run here, so the test CR switches them off
 # through their <role>_state variable, as a user would.
@@ -45,11 +41,7 @@ def _condition(obj, kind):
 
 def _other_roles_off():
     """<role>State: absent for every role of the installed CRD but those in ON."""
-    doc = yaml.safe_load(CRD.read_text())
-    fields = doc["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
-    keep = set(to_camel(role + "_state") for role in ON)
-    return dict((field, "absent") for field, schema in fields.items()
-                if field.endswith("State") and field not in keep and "absent" in schema.get("enum", []))
+    return measure.roles_off_except(CRD, ON)
 
 
 @pytest.fixture(scope="module")
@@ -73,12 +65,17 @@ def platform(operator, control_plane, kube):
     """The active Kubeflow CR, created once for the scenario below; its tests run in order."""
     name = "kf-" + uuid.uuid4().hex[:6]
     team = "team-" + uuid.uuid4().hex[:6]
+    # The control plane is shared with other tests: the CR acts only on this test's namespaces
+    # (labelled kfocp-test=<name>) and on Users of this test's identity provider.
+    policies = isolated_policies(name)
     spec = dict(_other_roles_off(), sccGrantsDefault=[], sccGrantsExtra=[
         {"namespace": team, "serviceaccount": "trainer", "scc": "nonroot-v2", "reason": "fixed UID"}],
-        profilesAutoFromUsers=True, namespacePoliciesMeshMode="member")
+        profilesAutoFromUsers=True, profilesAutoProvider=name, namespacePoliciesMeshMode="member",
+        namespacePoliciesSelector=policies["namespace_policies_selector"],
+        namespacePoliciesWhitelistNamespaces=policies["namespace_policies_whitelist_namespaces"])
     cr = {"apiVersion": "kfocp.io/v1alpha1", "kind": "Kubeflow", "metadata": {"name": name, "namespace": NS}, "spec": spec}
     control_plane.kubectl("create", "-f", "-", input=json.dumps(cr))
-    return {"name": name, "team": team}
+    return {"name": name, "team": team, "labels": policies["namespace_policies_selector"]}
 
 
 def _ready(kube, name, generation=None):
@@ -125,74 +122,18 @@ def test_spec_edit_is_applied(platform, kube, control_plane):
     assert _rolebinding(kube, platform["team"], "kfocp-scc-nonroot-v2-trainer") is None, "the dropped grant stays"
 
 
-def _expected_policies(namespace_name):
-    from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import namespace_policies
-    from kfocp_operator.fastpath import role_settings
-    settings = role_settings(ROOT, "namespace_policies", {"namespace_policies_mesh_mode": "member"}, "x")
-    ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace_name, "labels": dict(PROFILE_LABEL)}}
-    return namespace_policies.objects_for_namespace(ns, settings)
-
-
-def _has_policies(kube, instance, expected_kinds, prefix):
-    """{namespace: True} for namespaces with `prefix` whose every policy object exists."""
-    found = {}
-    for api_version, kind in expected_kinds:
-        if kind == "Namespace":
-            items = kube.list(_res(kube, "v1", "Namespace"), label_selector="patched.kfocp.io/%s" % instance)
-            names = set(i["metadata"]["name"] for i in items
-                        if "scheduler.alpha.kubernetes.io/defaultTolerations" in (i["metadata"].get("annotations") or {}))
-        else:
-            items = kube.list(_res(kube, api_version, kind), label_selector="kfocp.io/instance=%s" % instance)
-            names = set(i["metadata"]["namespace"] for i in items)
-        for name in names:
-            if name.startswith(prefix):
-                found[name] = found.get(name, 0) + 1
-    return set(name for name, count in found.items() if count == len(expected_kinds))
-
-
 def test_new_profile_namespaces_get_their_policies_within_a_second(platform, kube, control_plane):
     prefix = "burst-%s-" % uuid.uuid4().hex[:4]
-    kinds = sorted(set((o["apiVersion"], o["kind"]) for o in _expected_policies(prefix + "0")))
+    kinds = measure.policy_kinds({"namespace_policies_mesh_mode": "member"})
     assert ("v1", "LimitRange") in kinds and ("maistra.io/v1", "ServiceMeshMember") in kinds
     names = ["%s%d" % (prefix, i) for i in range(50)]
-    created, seen = {}, {}
-    ns_res = _res(kube, "v1", "Namespace")
-
-    def create(name):
-        created[name] = time.monotonic()
-        kube.request("POST", kube.path(ns_res), body={"apiVersion": "v1", "kind": "Namespace",
-                                                      "metadata": {"name": name, "labels": dict(PROFILE_LABEL)}})
-
-    done = threading.Event()
-
-    def poll():
-        while not done.is_set() and len(seen) < len(names):
-            now = time.monotonic()
-            for name in _has_policies(kube, platform["name"], kinds, prefix):
-                seen.setdefault(name, now)
-            time.sleep(0.02)
-
-    poller = threading.Thread(target=poll, daemon=True)
-    poller.start()
-    threads = [threading.Thread(target=create, args=(n,)) for n in names]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    poller.join(60)
-    done.set()
-    assert set(seen) == set(names), "no policies after 60s for: %s" % sorted(set(names) - set(seen))
-    latencies = sorted(seen[n] - created[n] for n in names)
-
-    def pct(p):
-        return latencies[min(len(latencies) - 1, int(round(p / 100.0 * len(latencies))) - 1)]
-
+    latencies = measure.burst(kube, names, platform["name"], kinds, labels=platform["labels"], timeout=60)
+    assert set(latencies) == set(names), "no policies after 60s for: %s" % sorted(set(names) - set(latencies))
     # The bound is about a second on an idle host; on a shared, oversubscribed one (load above the
     # number of cores) every request waits for a core, so the bound grows with the load, recorded too.
     load = os.getloadavg()[0]
     scale = max(1.0, load / (os.cpu_count() or 1))
-    figures = {"count": len(latencies), "p50": round(pct(50), 3), "p95": round(pct(95), 3), "p99": round(pct(99), 3),
-               "max": round(latencies[-1], 3), "load1": round(load, 2), "cpus": os.cpu_count()}
+    figures = dict(measure.percentiles(latencies.values()), load1=round(load, 2), cpus=os.cpu_count())
     out = ROOT / "tests" / "output"
     out.mkdir(exist_ok=True)
     (out / "operator_namespace_latency.json").write_text(json.dumps(figures, indent=2))
@@ -204,14 +145,15 @@ def test_a_new_user_gets_a_profile_and_its_policies(platform, kube, control_plan
     from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.profiles import profile_name
     user = "dana-%s" % uuid.uuid4().hex[:4]
     body = {"apiVersion": "user.openshift.io/v1", "kind": "User", "metadata": {"name": user},
-            "identities": ["htpasswd:%s" % user], "groups": None}
+            "identities": ["%s:%s" % (platform["name"], user)], "groups": None}
     kube.request("POST", kube.path(_res(kube, "user.openshift.io/v1", "User")), body=body)
     name = profile_name(user)
     profiles = _res(kube, "kubeflow.org/v1", "Profile")
     profile = wait_for(lambda: kube.get(profiles, name), 10, interval=0.1, what="the Profile of %s" % user)
     assert profile["spec"]["owner"]["name"] == user
     assert profile["metadata"]["labels"]["kfocp.io/instance"] == platform["name"]
-    play_profile_controller(control_plane, [name])  # the profile controller makes the namespace
+    # the profile controller makes the namespace, with the labels of its namespace-labels file
+    play_profile_controller(control_plane, [name], labels={"kfocp-test": platform["name"]})
     limits = _res(kube, "v1", "LimitRange")
     wait_for(lambda: kube.get(limits, "kfocp-limits", name), 10, interval=0.1, what="the policies of %s" % name)
 

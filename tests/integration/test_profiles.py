@@ -5,7 +5,7 @@ Kubeflow's profile controller cannot be built here (its Go module is not served 
 proxy), so helpers.play_profile_controller writes what it would write between two runs."""
 import json
 
-from helpers import play_profile_controller
+from helpers import isolated_policies, play_profile_controller
 
 PROFILE_API = ("kubeflow.org/v1", "Profile")
 
@@ -31,12 +31,6 @@ def named(kube, api_version, kind, namespace):
     return {o["metadata"]["name"]: o for o in kube.list(kube.resource(api_version, kind), namespace=namespace)}
 
 
-def policy_settings(instance):
-    """Keep the policies role to this test's namespaces: the control plane is shared."""
-    return {"namespace_policies_selector": {"app.kubernetes.io/part-of": "kubeflow-profile", "kfocp-test": instance},
-            "namespace_policies_whitelist_namespaces": [instance + "-*"]}
-
-
 def test_profiles_from_users_groups_quotas_and_prune_safety(playbook, kube, control_plane, instance):
     team, hand, other = instance + "-team", instance + "-hand", instance + "-other"
     alice, bob = instance + "-alice", instance + "-bob"
@@ -46,7 +40,7 @@ def test_profiles_from_users_groups_quotas_and_prune_safety(playbook, kube, cont
                   {"apiVersion": "kubeflow.org/v1", "kind": "Profile", "metadata": {"name": hand},
                    "spec": {"owner": {"kind": "User", "name": "someone"}}},
                   {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": other}})
-    extra = dict(policy_settings(instance), kfocp_instance=instance, profiles_auto_from_users=True,
+    extra = dict(isolated_policies(instance), kfocp_instance=instance, profiles_auto_from_users=True,
                  profiles_auto_provider="corp-" + instance,
                  profiles_quota_default={"cpu": "8", "requests.nvidia.com/gpu": "1", "requests.storage": "10Gi"},
                  profiles_list=[{"name": team, "owner": {"group": owners},

@@ -126,7 +126,8 @@ def _profiles(kube, prefix, count):
     for name in names:
         kube.apply(ns_res, {"apiVersion": "v1", "kind": "Namespace",
                             "metadata": {"name": name, "labels": {"app.kubernetes.io/part-of": "kubeflow-profile",
-                                                                  "owner": "profile-controller"}}},
+                                                                  "owner": "profile-controller",
+                                                                  "kfocp-test": prefix}}},
                    "profile-controller")
     return names, ns_res, smm_res
 
@@ -156,7 +157,9 @@ def test_migrate_ossm2_to_ossm3_with_50_profiles(playbook, kube, instance):
 
     # as an inventory gives them: extra vars would win over the flavour and namespace the playbook
     # sets for Service Mesh 3
-    migrate = dict(base, mesh_migrate_namespace=new, service_mesh_ossm2={"namespace": old})
+    # (the selector keeps the move to this test's namespaces: the control plane is shared)
+    migrate = dict(base, mesh_migrate_namespace=new, service_mesh_ossm2={"namespace": old},
+                   mesh_migrate_member_selector="app.kubernetes.io/part-of=kubeflow-profile,kfocp-test=" + instance)
     del migrate["service_mesh_namespace"], migrate["service_mesh_flavour"]
     try:
         _migrate_and_check(playbook, kube, instance, migrate, names, ns_res, smm_res, before, bystander, smcp_before,

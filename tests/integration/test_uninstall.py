@@ -11,11 +11,9 @@ provide: a worker MachineSet to clone, and OLM and the mesh operator played in t
 for every Subscription and mesh control plane the roles create.
 """
 import copy
-import threading
 import time
 
-from helpers import (ensure_namespace, play_installer_worker_machineset, play_mesh_ready, play_olm_csv_succeeded,
-                     only_roles)
+from helpers import PlayOperators, ensure_namespace, play_installer_worker_machineset, only_roles, run_playbook
 
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import KubeError
 
@@ -67,51 +65,6 @@ def kfocp_marked(obj, instance):
     return labels.get("app.kubernetes.io/managed-by") == "kfocp" or "patched.kfocp.io/%s" % instance in labels
 
 
-class Operators:
-    """OLM and the mesh operator, played in the background: every new Subscription gets a
-    Succeeded CSV, every mesh control plane is reported Ready."""
-
-    MESH = [("maistra.io/v2", "ServiceMeshControlPlane"), ("sailoperator.io/v1", "Istio")]
-
-    def __init__(self, kube):
-        self.kube = kube
-        self.stop = threading.Event()
-        self.done = set()
-        self.thread = threading.Thread(target=self.run, daemon=True)
-
-    def run(self):
-        subs = self.kube.resource("operators.coreos.com/v1alpha1", "Subscription")
-        while not self.stop.is_set():
-            try:
-                for sub in self.kube.list(subs):
-                    key = ("sub", sub["metadata"]["namespace"], sub["spec"]["name"])
-                    if key not in self.done:
-                        play_olm_csv_succeeded(self.kube, key[1], key[2])
-                        self.done.add(key)
-                for api_version, kind in self.MESH:
-                    try:
-                        res = self.kube.resource(api_version, kind)
-                    except Exception:  # pylint: disable=broad-except
-                        continue
-                    for obj in self.kube.list(res):
-                        meta = obj["metadata"]
-                        key = (kind, meta.get("namespace"), meta["name"], meta.get("generation"))
-                        if key not in self.done:
-                            play_mesh_ready(self.kube, api_version, kind, meta["name"], meta.get("namespace"), 5)
-                            self.done.add(key)
-            except KubeError:
-                pass
-            self.stop.wait(0.5)
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.stop.set()
-        self.thread.join(10)
-
-
 def seed(kube):
     """Objects kfocp did not create, some named like kfocp's, and the installer's MachineSet."""
     ensure_namespace(kube, "team-lookalike", {"app.kubernetes.io/part-of": "kubeflow-profile"})
@@ -135,11 +88,16 @@ def every_role_on(instance):
                 autoscaler_watermark={"enabled": True, "namespace": "%s-pns" % instance, "percentage": 20})
 
 
-def test_site_then_uninstall_leaves_the_api_as_it_was(playbook, kube, instance):
+def test_site_then_uninstall_leaves_the_api_as_it_was(own_plane, instance, tmp_path):
+    plane, kube = own_plane  # every role on, cluster-wide: the shared plane holds other tests' objects
+
+    def playbook(name, extravars):
+        return run_playbook(plane, name, extravars, tmp_path)
+
     seed(kube)
     time.sleep(2)  # let the controllers settle (service accounts, root CA ConfigMaps of the seeded namespaces)
     before = dump(kube)
-    with Operators(kube) as operators:
+    with PlayOperators(kube) as operators:
         installed = playbook("site", every_role_on(instance))
     assert installed.rc == 0, installed.stdout[-5000:]
     during = dump(kube)

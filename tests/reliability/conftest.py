@@ -1,4 +1,82 @@
 import sys
+import time
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from helpers import ROOT, wait_for  # noqa: E402
+
+KUBEFLOW = ("kfocp.io/v1alpha1", "Kubeflow")
+
+
+class RunningOperator:
+    """The Python operator in a subprocess as its own service account (operator/hack/launch.py),
+    and the Kubeflow CRs a test gives it. Its playbook runs make their ansible-runner private data
+    directories under `runs` (TMPDIR), so that a test can read them while they exist."""
+
+    def __init__(self, proc, kube, runs, kubeconfig):
+        self.proc = proc
+        self.kube = kube
+        self.runs = runs
+        self.kubeconfig = kubeconfig
+        self.namespace = proc.namespace
+        self.res = kube.resource(*KUBEFLOW)
+
+    def get(self, name):
+        return self.kube.get(self.res, name, self.namespace)
+
+    def create(self, name, spec):
+        body = {"apiVersion": KUBEFLOW[0], "kind": KUBEFLOW[1], "metadata": {"name": name, "namespace": self.namespace},
+                "spec": spec}
+        return self.kube.request("POST", self.kube.path(self.res, self.namespace), body=body)
+
+    def settled(self, name, generation, timeout=600):
+        """The CR once the operator has answered `generation`: Ready or Degraded for it, not Progressing."""
+        def answered():
+            cr = self.get(name)
+            conditions = dict((c["type"], c) for c in ((cr or {}).get("status") or {}).get("conditions") or [])
+            if (cr or {}).get("status", {}).get("observedGeneration") != generation:
+                return None
+            if conditions.get("Progressing", {}).get("status") == "True":
+                return None
+            if any(conditions.get(kind, {}).get("status") == "True" for kind in ("Ready", "Degraded")):
+                return cr
+            return None
+        return wait_for(answered, timeout, interval=0.5, what="the operator's answer to %s generation %s\n%s"
+                        % (name, generation, self.proc.log_tail(3000)))
+
+    def delete(self, name, timeout=300):
+        """Delete the CR and wait until the operator's uninstall has removed its finalizer."""
+        self.kube.request("DELETE", self.kube.path(self.res, self.namespace, name), allow=(404,))
+        wait_for(lambda: self.get(name) is None, timeout, interval=0.5,
+                 what="the uninstall of %s\n%s" % (name, self.proc.log_tail(3000)))
+
+
+@pytest.fixture(scope="module")
+def kfocp_operator(control_plane, kube, tmp_path_factory):
+    """One operator per test module, with a token of its service account bound only to its
+    ClusterRole. It refuses every Kubeflow but the oldest, so none may be left from elsewhere."""
+    sys.path[:0] = [str(ROOT / "operator"), str(ROOT / "operator" / "hack")]
+    import launch
+    launch.install_api(control_plane, manager="kfocp-test")
+    kube.forget()
+    others = kube.list(kube.resource(*KUBEFLOW))
+    assert not others, "another Kubeflow exists, so the test's would be refused: %s" % [
+        (k["metadata"]["namespace"], k["metadata"]["name"]) for k in others]
+    workdir = tmp_path_factory.mktemp("operator")
+    runs = workdir / "runs"
+    runs.mkdir()
+    kubeconfig = launch.account_kubeconfig(control_plane, workdir / "sa.kubeconfig")
+    proc = launch.Operator(kubeconfig, workdir / "operator.log", ["--default-reconcile-period", "0"],
+                           env={"TMPDIR": str(runs)})
+    proc.start()
+    started = time.monotonic()
+    try:
+        yield RunningOperator(proc, kube, runs, kubeconfig)
+    finally:
+        alive = proc.alive()
+        proc.stop()
+        print("operator: alive until the end %s, ran %.0fs; log tail:\n%s"
+              % (alive, time.monotonic() - started, proc.log_tail(2000)))

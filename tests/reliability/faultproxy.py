@@ -83,8 +83,8 @@ class FaultProxy:
                     status, headers = fault
                     with proxy._lock:
                         proxy.faults += 1
-                    data = b'{"kind":"Status","apiVersion":"v1","status":"Failure","message":"injected %d","code":%d}' % (
-                        status, status)
+                    data = (b'{"kind":"Status","apiVersion":"v1","status":"Failure","message":"injected %d",'
+                            b'"code":%d}' % (status, status))
                     self.send_response(status)
                     for name, value in (headers or {}).items():
                         self.send_header(name, value)

@@ -69,3 +69,19 @@ def test_table_lists_objects_and_a_summary_line():
 def test_bad_input_names_the_field():
     with pytest.raises(ValueError, match="results: must be a mapping"):
         drift.report(["scc"])
+
+
+def test_a_role_with_several_sets_gives_one_merged_row_set():
+    base = {"objects": [{"kind": "Subscription", "name": "a", "action": "unchanged"}],
+            "summary": {"unchanged": 3, "created": 0}}
+    operands = {"objects": [{"kind": "ClusterPolicy", "name": "p", "action": "created"}],
+                "summary": {"unchanged": 1, "created": 1}}
+    out = drift.report({"gpu": [base, operands, {"skipped": True, "changed": False}]}, ["gpu"])
+    assert out["roles"]["gpu"]["states"]["missing"] == 1
+    assert out["roles"]["gpu"]["states"]["in-sync"] == 4
+    assert [row["name"] for row in out["objects"]] == ["a", "p"]
+    assert not out["in_sync"]
+    failed = drift.report({"gpu": [base, {"failed": True, "msg": "boom"}]}, ["gpu"])
+    assert failed["roles"]["gpu"]["error"] == "boom" and not failed["in_sync"]
+    only_skipped = drift.report({"gpu": [{"skipped": True}]}, ["gpu"])
+    assert only_skipped["roles"]["gpu"]["note"] == "skipped"

@@ -105,6 +105,13 @@ def test_no_entries_need_no_worker():
     assert gpu.machinesets([], []) == []
 
 
+def test_entries_are_checked_before_the_machinesets_are_read():
+    """live None: the pre-flight of site.yml checks the entries, nothing is cloned yet."""
+    assert gpu.machinesets([ENTRY], None) == []
+    with pytest.raises(DefinitionError, match=r"gpu_machinesets\[0\].accelerator: is required"):
+        gpu.machinesets([dict(ENTRY, accelerator="")], None)
+
+
 def test_explicit_cloud_and_custom_field_table():
     source = worker(cloud_kind="VSphereMachineProviderSpec", field="template")
     [ms] = gpu.machinesets([dict(ENTRY, instance_type={"vsphere": "gpu-template"})], [source], cloud="vsphere",

@@ -499,6 +499,17 @@ def test_assemble_on_the_fixture_tree():
     assert not any("kfocp.io/ownership" in (o["metadata"].get("annotations") or {}) for o in render["objects"])
 
 
+def test_aggregated_clusterroles_are_applied_without_rules():
+    """The aggregation controller owns `rules` of upstream's kubeflow-admin/-edit/-view."""
+    rendered = rendered_fixture()
+    roles = dict((o["metadata"]["name"], o) for o in m.assemble(rendered, {})["objects"] if o["kind"] == "ClusterRole")
+    for name in ("kubeflow-admin", "kubeflow-edit", "kubeflow-view"):
+        assert roles[name]["aggregationRule"] and "rules" not in roles[name]
+    assert roles["kubeflow-kubernetes-edit"]["rules"]
+    render = dict((o["metadata"]["name"], o) for o in m.assemble(rendered, {"render": True})["objects"])
+    assert render["kubeflow-admin"]["rules"] == []
+
+
 def test_assemble_property_input_untouched_and_deterministic():
     rendered = rendered_fixture()
     before = copy.deepcopy(rendered)

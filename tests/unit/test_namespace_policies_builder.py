@@ -137,6 +137,9 @@ def test_memberroll_keeps_the_owners_members_and_drops_only_its_own():
     ({"namespace_policies_data_lake": True, "namespace_policies_data_lake_role_template": "arn:{profile}"}, r"unknown placeholder \{profile\}"),
     ({"namespace_policies_selector": "part-of"}, r"namespace_policies_selector: 'part-of' is not key=value"),
     ({"namespace_policies_mesh_mode": "memberroll"}, r"no ServiceMeshMemberRoll default in istio-system"),
+    ({"namespace_policies_gpu_operator_namespace": "GPU_Ops"}, r"namespace_policies_gpu_operator_namespace: 'GPU_Ops'"),
+    ({"namespace_policies_mesh_mode": "none", "namespace_policies_mesh_namespace": "Mesh_NS"},
+     r"namespace_policies_mesh_namespace: 'Mesh_NS'"),
 ])
 def test_bad_settings_name_the_variable(settings, message):
     with pytest.raises(DefinitionError, match=message):

@@ -116,6 +116,10 @@ def test_conflict_and_invalid_causes():
     status = {"details": {"causes": [
         {"type": "FieldManagerConflict", "field": ".data.x", "message": 'conflict with "kubectl-edit" using v1'}]}}
     assert o.conflict_fields(status) == [".data.x (owned by kubectl-edit)"]
+    # as kube-apiserver sends it
+    served = {"kind": "Status", "reason": "Conflict", "code": 409, "details": {"causes": [
+        {"reason": "FieldManagerConflict", "message": 'conflict with "other"', "field": ".metadata.annotations.a"}]}}
+    assert o.conflict_fields(served) == [".metadata.annotations.a (owned by other)"]
     invalid = {"details": {"causes": [{"field": "spec.x", "message": "bad"}, {"message": "worse"}]}}
     assert o.invalid_fields(invalid) == ["spec.x: bad", "worse"]
 
@@ -124,3 +128,22 @@ def test_crd_kinds():
     crd = {"spec": {"group": "g.io", "scope": "Cluster", "names": {"kind": "K", "plural": "ks"},
                     "versions": [{"name": "v1"}, {"name": "v2", "served": False}]}}
     assert o.crd_kinds(crd) == [("g.io/v1", "K", "ks", False)]
+
+
+def test_forced_objects_and_the_force_marker_is_never_sent():
+    obj = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "annotations": {o.FORCE: "true"}}}
+    assert o.forced(obj) and not o.forced({"metadata": {"name": "a"}})
+    sent, _mode = o.prepare(obj, "i", "s")
+    assert o.FORCE not in sent["metadata"]["annotations"]
+
+
+def test_give_back_keeps_only_the_items_kfocp_did_not_add():
+    live = {"apiVersion": "maistra.io/v1", "kind": "ServiceMeshMemberRoll",
+            "metadata": {"name": "default", "namespace": "mesh",
+                         "annotations": {o.ADDED: '{"spec.members":["p1","p2"]}'}},
+            "spec": {"members": ["kubeflow", "p1", "theirs", "p2"]}}
+    assert o.give_back(live) == {"apiVersion": "maistra.io/v1", "kind": "ServiceMeshMemberRoll",
+                                 "metadata": {"name": "default", "namespace": "mesh"},
+                                 "spec": {"members": ["kubeflow", "theirs"]}}
+    assert o.give_back({"metadata": {"name": "x"}}) is None
+    assert o.give_back({"metadata": {"name": "x", "annotations": {o.ADDED: "not json"}}}) is None

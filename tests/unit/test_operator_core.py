@@ -14,7 +14,7 @@ from kfocp_operator import collection  # noqa: E402
 
 collection.importable()
 
-from kfocp_operator import auth, config, status  # noqa: E402
+from kfocp_operator import auth, config, playbook, status  # noqa: E402
 from kfocp_operator.controller import active_key  # noqa: E402
 from kfocp_operator.playbook import CR_VARIABLE, EventRecorder, RunResult, extravars, inventory, playbook_roles  # noqa: E402
 from kfocp_operator.spec import SpecModel  # noqa: E402
@@ -254,10 +254,23 @@ def test_bearer_token_is_shared_and_follows_refreshes():
         cfg.api_key["BearerToken"] = "bearer new"
     cfg = auth.share_bearer_token(_Cfg({"BearerToken": "Bearer old"}, rotate))
     assert cfg.api_key["authorization"] == "Bearer old"
-    assert auth.token(cfg) == "new"
-    assert auth.playbook_env(cfg) == {"K8S_AUTH_HOST": "https://h", "K8S_AUTH_SSL_CA_CERT": "/ca.crt",
-                                      "K8S_AUTH_API_KEY": "new"}
-    assert auth.playbook_env(_Cfg({}), "/kc") == {"K8S_AUTH_KUBECONFIG": "/kc"}
+    assert cfg.get_api_key_with_prefix("authorization") == "bearer new"  # the refresh is followed
+
+
+def test_extra_variables_are_text_never_templates():
+    import yaml
+    variables = {"reason": "{{ lookup('pipe', 'id') }}", "n": 3, "enabled": True, "none": None,
+                 "grants": [{"scc": "anyuid"}], "labels": {"a.io/b": "null"}, "patterns": ["*", "1.0"]}
+    text = playbook.extravars_yaml(variables)
+    assert text.startswith("!unsafe\n")  # the whole mapping: every string in it is text to Ansible
+    loader = type("Loader", (yaml.SafeLoader,), {})
+    loader.add_constructor("!unsafe", lambda load, node: load.construct_mapping(node, deep=True))
+    assert yaml.load(text, Loader=loader) == variables
+
+
+def test_a_playbook_run_is_told_where_the_credentials_are_never_given_them():
+    assert auth.playbook_env("/kc") == {"K8S_AUTH_KUBECONFIG": "/kc"}
+    assert auth.playbook_env() == {}  # in a pod: the run loads the service account's token file itself
 
 
 @pytest.mark.parametrize("variables, labels, members", [

@@ -30,7 +30,6 @@ def test_binding_and_account_match_the_role():
 def test_the_operator_may_manage_its_own_api():
     rules = _role()["rules"]
     allowed = set((g, r, v) for rule in rules for g in rule["apiGroups"] for r in rule["resources"] for v in rule["verbs"])
-    for resource, verbs in (("kubeflows", ("get", "list", "watch", "patch")), ("kubeflows/status", ("patch",)),
-                            ("kubeflows/finalizers", ("update",))):
+    for resource, verbs in (("kubeflows", ("get", "list", "watch", "patch")), ("kubeflows/status", ("patch",))):
         for verb in verbs:
             assert ("kfocp.io", resource, verb) in allowed

@@ -2,7 +2,8 @@
 import pytest
 
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import profiles
-from ansible_collections.kfocp.kubeflow.plugins.module_utils.objects import DNS_LABEL, DefinitionError
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.objects import (
+    DNS_LABEL, ENSURE, OWNERSHIP, DefinitionError)
 
 
 def user(name, *identities):
@@ -64,7 +65,7 @@ def test_contributors_get_a_rolebinding_and_an_authorizationpolicy_like_the_dash
     binding = by_kind(objs, "RoleBinding")[("team-a", name)]
     assert binding["roleRef"]["name"] == "kubeflow-view"
     assert binding["subjects"] == [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "bob@example.com"}]
-    assert binding["metadata"]["annotations"] == {"user": "bob@example.com", "role": "view"}
+    assert binding["metadata"]["annotations"] == {"user": "bob@example.com", "role": "view", OWNERSHIP: ENSURE}
     policy = by_kind(objs, "AuthorizationPolicy")[("team-a", name)]
     assert policy["spec"]["rules"] == [{"when": [{"key": "request.headers[kubeflow-userid]", "values": ["oidc:bob@example.com"]}],
                                         "from": [{"source": {"principals": ["cluster.local/ns/istio-system/sa/gw"]}}]}]

@@ -1,7 +1,10 @@
 """The self-service profile objects."""
-import pytest
+from pathlib import Path
 
-from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import self_service
+import pytest
+import yaml
+
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import profiles, self_service
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.objects import DefinitionError
 
 
@@ -26,3 +29,49 @@ def test_objects_bind_the_group_and_check_the_owner():
 def test_bad_settings_name_the_field(settings, field):
     with pytest.raises(DefinitionError, match=field):
         self_service.objects(settings)
+
+
+def _validations(policy):
+    return policy["spec"]["validations"]
+
+
+def test_the_policy_caps_the_quota_of_a_new_profile_and_refuses_plugins_and_kfocp_deletions():
+    policy = self_service.objects({"profile_self_service_group": "ds",
+                                   "profile_self_service_max_quota": {"cpu": 8, "memory": "32Gi"}})[2]
+    variables = dict((v["name"], v["expression"]) for v in policy["spec"]["variables"])
+    assert variables["maxQuota"] == "{'cpu': '8', 'memory': '32Gi'}"
+    owner, managed, plugins, quota = _validations(policy)
+    assert "variables.profile.spec.owner.name == request.userInfo.username" in owner["expression"]
+    assert "oldObject.metadata.labels['app.kubernetes.io/managed-by'] != 'kfocp'" in managed["expression"]
+    assert managed["expression"].startswith("request.operation != 'DELETE' || ")
+    assert plugins["expression"].startswith("request.operation != 'CREATE' || ")
+    assert "object.spec.plugins" in plugins["expression"]
+    assert quota["expression"].startswith("request.operation != 'CREATE' || ")
+    assert "compareTo(quantity(variables.maxQuota[k])) <= 0" in quota["expression"]
+    assert "!has(object.spec.resourceQuotaSpec.scopeSelector)" in quota["expression"]
+    assert "cpu=8, memory=32Gi" in quota["message"]
+
+
+def test_the_default_cap_is_the_default_quota_of_the_profiles_role():
+    roles = Path(__file__).resolve().parents[2] / "roles"
+    default = yaml.safe_load((roles / "profiles" / "defaults" / "main.yml").read_text())["profiles_quota_default"]
+    own = yaml.safe_load((roles / "profile_self_service" / "defaults" / "main.yml").read_text())
+    assert own["profile_self_service_max_quota"] == default == self_service.DEFAULTS["profile_self_service_max_quota"]
+    assert profiles.quota(default, None, "x") == default
+
+
+def test_an_empty_cap_lets_members_choose():
+    policy = self_service.objects({"profile_self_service_max_quota": {}})[2]
+    assert len(_validations(policy)) == 3
+    assert [v["name"] for v in policy["spec"]["variables"]] == ["profile"]
+
+
+@pytest.mark.parametrize("value, message", [
+    ({"cpu": "lots"}, "profile_self_service_max_quota.cpu: 'lots' is not a valid quantity"),
+    ({"bad key": "1"}, "profile_self_service_max_quota.bad key: is not a resource name"),
+    (["cpu"], "profile_self_service_max_quota: must be a mapping"),
+])
+def test_a_bad_cap_names_the_field(value, message):
+    with pytest.raises(DefinitionError) as err:
+        self_service.objects({"profile_self_service_max_quota": value})
+    assert message in str(err.value)
