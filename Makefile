@@ -14,7 +14,7 @@ help:
 	@echo "make demo   - set up, start the local control plane, run playbooks/site.yml, show the result"
 	@echo "make test   - lint, sanity, unit and integration tests (starts its own control plane)"
 	@echo "make up / make down - start / stop the local control plane (.cluster/)"
-	@echo "make bench  - benchmarks (QUICK=1 for a small run)"
+	@echo "make bench  - benchmarks against the alternatives (QUICK=1 for a CI-sized run)"
 
 $(BIN)/.installed: requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -55,12 +55,15 @@ lint: venv
 sanity: venv
 	PATH=$(CURDIR)/$(BIN):$$PATH bash hack/sanity.sh
 
+# The benchmark (README, "Benchmarks"): about 20 minutes on 2 cores; QUICK=1 for a CI-sized subset.
+# BENCH_ARGS passes options to benchmarks/run.py (--sizes, --methods, --no-operator, ...).
 bench: venv build
-	$(BIN)/python benchmarks/run.py $(if $(QUICK),--quick,)
+	$(BIN)/python benchmarks/run.py $(if $(QUICK),--quick,) $(BENCH_ARGS)
 
 # The reliability suite at full size (make test runs it with a reduced N).
 soak: venv build
-	KFOCP_FAULT_PROFILES=500 KFOCP_LOAD_PROFILES=2000 KFOCP_LOAD_USERS=200 \
+	KFOCP_FAULT_PROFILES=500 KFOCP_LOAD_PROFILES=2000 KFOCP_LOAD_USERS=200 KFOCP_RBAC_SWEEP=all \
+		KFOCP_FUZZ_EXAMPLES=60 KFOCP_FUZZ_ROLE_CASES=40 \
 		$(BIN)/python -m pytest -s tests/reliability $(PYTEST_ARGS)
 
 # The Kubeflow CRD is generated from the roles' argument specs: run this after changing a role's variables.

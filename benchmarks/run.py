@@ -1,8 +1,12 @@
-"""make bench: converge N profiles with five methods, side by side, each on a fresh control plane.
+"""make bench: converge N profiles with the real alternatives, side by side, each on a fresh control
+plane; the operator's reaction latency and memory; run time across several clusters.
 
-    python benchmarks/run.py [--quick] [--sizes 100,500,2000] [--methods kfocp,limit,...]
+    python benchmarks/run.py                  # the full set (make bench)
+    python benchmarks/run.py --quick          # a CI-sized subset (make bench QUICK=1)
+    python benchmarks/run.py --sizes 5 --methods kfocp-roles,limit --no-operator --no-clusters
 
-Prints a markdown table, writes benchmarks/results/bench-<time>.json and a log-log plot (PNG).
+Prints a markdown table and the targets (measured value, MET or MISSED), writes
+benchmarks/results/bench-<time>.json and a log-log plot (PNG) of time versus N.
 """
 import argparse
 import datetime
@@ -15,53 +19,60 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT / "hack"), str(ROOT / ".cache" / "collections"), str(ROOT / "benchmarks")]
+for _path in (ROOT / "benchmarks", ROOT / "hack", ROOT / "tests", ROOT / ".cache" / "collections"):
+    if str(_path) not in sys.path:
+        sys.path.append(str(_path))
 
 from cluster import ControlPlane  # noqa: E402
 import limit  # noqa: E402
+import roles  # noqa: E402
 import workload  # noqa: E402
+from helpers import ansible_env  # noqa: E402
 
 RESULTS = ROOT / "benchmarks" / "results"
 BIN = Path(sys.executable).parent
-# Case 1 costs a module run per object; beyond this many profiles it would take longer than the
-# whole benchmark's budget, so it is measured at this size only.
-LOOP_MAX = 100
-
-
-def ansible(playbook, objects_file, kubeconfig, extra=()):
-    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"),
-               ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".cache" / "collections"), ANSIBLE_NOCOLOR="1")
-    cmd = [str(BIN / "ansible-playbook"), "-i", "localhost,", "-c", "local",
-           "-e", "ansible_python_interpreter=%s" % sys.executable, "-e", "bench_kubeconfig=%s" % kubeconfig,
-           "-e", "@%s" % objects_file, str(playbook), *extra]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
-    if proc.returncode:
-        raise RuntimeError("%s failed:\n%s" % (playbook.name, (proc.stdout + proc.stderr)[-3000:]))
-
-
-def kubectl(plane, objects_file):
-    yaml_file = Path(objects_file).with_suffix(".list.json")
-    if not yaml_file.exists():
-        data = json.loads(Path(objects_file).read_text())
-        ns = [o for o in data["objects"] if o["kind"] == "Namespace"]
-        rest = [o for o in data["objects"] if o["kind"] != "Namespace"]
-        yaml_file.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": ns + rest}))
-    plane.kubectl("apply", "--server-side", "--field-manager=kubectl-bench", "-f", str(yaml_file))
-
-
-METHODS = {
-    "k8s-loop": lambda plane, f: ansible(ROOT / "benchmarks/playbooks/k8s-loop.yml", f, plane.kubeconfig),
-    "k8s-list": lambda plane, f: ansible(ROOT / "benchmarks/playbooks/k8s-list.yml", f, plane.kubeconfig),
-    "kubectl-ssa": kubectl,
-    "kfocp": lambda plane, f: ansible(ROOT / "benchmarks/playbooks/kfocp.yml", f, plane.kubeconfig),
-    "limit": lambda plane, f: limit.apply_all(str(plane.kubeconfig), json.loads(Path(f).read_text())["objects"]),
-}
 LABELS = {
     "k8s-loop": "1. kubernetes.core, one object per task",
     "k8s-list": "2. kubernetes.core, list in one task",
     "kubectl-ssa": "3. kubectl apply --server-side",
-    "kfocp": "4. kfocp",
+    "kfocp-apply": "4a. kfocp apply module, one task",
+    "kfocp-roles": "4b. kfocp roles (playbooks/profiles.yml)",
     "limit": "5. limit (minimal concurrent SSA client)",
+}
+# Case 1 runs a module per object (one to three seconds each on 2 cores), so it is measured at a
+# small N only; case 2 applies one object after the other, so it stops at N=500. Their cost per
+# object does not depend on N.
+FULL = {"sizes": [100, 500, 2000], "loop_n": 5, "list_max": 500, "burst": 200, "watch": 2000,
+        "clusters": [1, 2, 4], "clusters_n": 50}
+QUICK = {"sizes": [100], "loop_n": 2, "list_max": 100, "burst": 200, "watch": 500,
+         "clusters": [1, 2], "clusters_n": 10}
+
+
+def ansible(playbook, objects_file, kubeconfig):
+    cmd = [str(BIN / "ansible-playbook"), "-i", "localhost,", "-c", "local",
+           "-e", "ansible_python_interpreter=%s" % sys.executable, "-e", "bench_kubeconfig=%s" % kubeconfig,
+           "-e", "@%s" % objects_file, str(ROOT / "benchmarks" / "playbooks" / playbook)]
+    proc = subprocess.run(cmd, env=ansible_env(), capture_output=True, text=True, check=False, cwd=ROOT)
+    if proc.returncode:
+        raise RuntimeError("%s failed:\n%s" % (playbook, (proc.stdout + proc.stderr)[-3000:]))
+
+
+def kubectl(plane, objects_file):
+    list_file = Path(objects_file).with_suffix(".list.json")
+    if not list_file.exists():
+        objs = json.loads(Path(objects_file).read_text())["objects"]
+        ordered = [o for o in objs if o["kind"] == "Namespace"] + [o for o in objs if o["kind"] != "Namespace"]
+        list_file.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": ordered}))
+    plane.kubectl("apply", "--server-side", "--field-manager=kubectl-bench", "-f", str(list_file))
+
+
+# Each method converges the workload of benchmarks/workload.py on a fresh plane: (plane, objects file).
+APPLY = {
+    "k8s-loop": lambda plane, f: ansible("k8s-loop.yml", f, plane.kubeconfig),
+    "k8s-list": lambda plane, f: ansible("k8s-list.yml", f, plane.kubeconfig),
+    "kubectl-ssa": kubectl,
+    "kfocp-apply": lambda plane, f: ansible("kfocp.yml", f, plane.kubeconfig),
+    "limit": lambda plane, f: limit.apply_all(str(plane.kubeconfig), json.loads(Path(f).read_text())["objects"]),
 }
 
 
@@ -71,27 +82,59 @@ def timed(func, *args):
     return time.monotonic() - started
 
 
-def measure(method, n, objects_file, count, workdir):
+def measure(method, n, workdir):
+    """One method at one size on a fresh control plane: converge, check, no-op re-run."""
     plane = ControlPlane(Path(workdir) / ("%s-%d" % (method, n)))
     try:
         plane.up()
-        converge = timed(METHODS[method], plane, objects_file)
-        present = workload.count_present(plane, json.loads(Path(objects_file).read_text())["objects"])
-        if present != count:
-            raise RuntimeError("%s at N=%d: %d of %d objects present after converge" % (method, n, present, count))
-        noop = None if method == "k8s-loop" else timed(METHODS[method], plane, objects_file)
-        return {"method": method, "n": n, "objects": count, "converge_s": round(converge, 2),
-                "noop_s": None if noop is None else round(noop, 2),
-                "objects_per_s": round(count / converge, 1)}
+        if method == "kfocp-roles":
+            row = roles.run([plane], n, workdir)
+        else:
+            objects_file = Path(workdir) / ("objects-%d.json" % n)
+            if not objects_file.exists():
+                objects_file.write_text(json.dumps({"objects": workload.objects(n)}))
+            objs = json.loads(objects_file.read_text())["objects"]
+            converge = timed(APPLY[method], plane, str(objects_file))
+            present = workload.count_present(plane, objs)
+            if present != len(objs):
+                raise RuntimeError("%s at N=%d: %d of %d objects present after converge"
+                                   % (method, n, present, len(objs)))
+            noop = None if method == "k8s-loop" else timed(APPLY[method], plane, str(objects_file))
+            row = {"converge_s": round(converge, 2), "noop_s": None if noop is None else round(noop, 2),
+                   "objects": len(objs), "load1": round(os.getloadavg()[0], 2)}
+        row.update(method=method, n=n, objects_per_s=round(row["objects"] / row["converge_s"], 1))
+        return row
     finally:
         plane.destroy()
 
 
+def clusters(counts, n, workdir):
+    """Run time of the roles across 1, 2, 4... clusters, N profiles each: forks (one
+    ansible-playbook over an inventory of K hosts) and runners (one ansible-runner per cluster)."""
+    rows = []
+    for mode in ("forks", "runners"):
+        for count in counts if mode == "forks" else [c for c in counts if c > 1]:  # one runner = one run
+            planes = [ControlPlane(Path(workdir) / ("clusters-%s-%d-%d" % (mode, count, i))) for i in range(count)]
+            try:
+                for plane in planes:
+                    plane.up()
+                row = roles.run(planes, n, Path(workdir) / ("clusters-%s-%d" % (mode, count)), mode)
+            finally:
+                for plane in planes:
+                    plane.destroy()
+            row.update(mode=mode, clusters=count, n=n)
+            print(json.dumps(row), flush=True)
+            rows.append(row)
+    return rows
+
+
+# ------------------------------------------------------------------ report
+
 def table(rows):
-    limits = {r["n"]: r["converge_s"] for r in rows if r["method"] == "limit"}
+    limits = dict((r["n"], r["converge_s"]) for r in rows if r["method"] == "limit")
     out = ["| method | N profiles | objects | converge (s) | objects/s | × limit | no-op re-run (s) |",
            "|---|---:|---:|---:|---:|---:|---:|"]
-    for r in rows:
+    for r in sorted(rows, key=lambda r: (list(LABELS).index(r["method"]), r["n"])):
         ratio = r["converge_s"] / limits[r["n"]] if r["n"] in limits else None
         out.append("| %s | %d | %d | %.2f | %.0f | %s | %s |" % (
             LABELS[r["method"]], r["n"], r["objects"], r["converge_s"], r["objects_per_s"],
@@ -99,22 +142,70 @@ def table(rows):
     return "\n".join(out)
 
 
-def ratios(rows):
-    by = {(r["method"], r["n"]): r for r in rows}
+def clusters_table(rows):
+    out = ["| clusters | how | N per cluster | converge (s) | no-op re-run (s) | objects | load |",
+           "|---:|---|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        how = "one ansible-playbook, forks" if r["mode"] == "forks" else "one ansible-runner per cluster"
+        out.append("| %d | %s | %d | %.1f | %.1f | %d | %.1f |"
+                   % (r["clusters"], how, r["n"], r["converge_s"], r["noop_s"], r["objects"], r["load1"]))
+    return "\n".join(out)
+
+
+def targets(rows, operator=None):
+    """Each target of the issue with its measured value: (target, measured, verdict)."""
+    by = dict(((r["method"], r["n"]), r) for r in rows)
     out = []
-    for n in sorted(set(r["n"] for r in rows)):
-        k = by.get(("kfocp", n))
-        if not k:
-            continue
-        for other, target in (("k8s-loop", 10), ("k8s-list", 2)):
-            if (other, n) in by:
-                ratio = by[(other, n)]["converge_s"] / k["converge_s"]
-                out.append("N=%d: kfocp is %.1fx faster than %s (target >= %dx)" % (n, ratio, LABELS[other], target))
-        if ("limit", n) in by:
-            out.append("N=%d: kfocp takes %.2fx the limit's time (target <= 1.5x at N=2000)"
-                       % (n, k["converge_s"] / by[("limit", n)]["converge_s"]))
-        if k["noop_s"] is not None:
-            out.append("N=%d: kfocp no-op re-run %.2fs (target <= 5s at N=2000)" % (n, k["noop_s"]))
+
+    def largest(method, at_most=None):
+        sizes = [n for m, n in by if m == method and (at_most is None or n <= at_most)]
+        return by[(method, max(sizes))] if sizes else None
+
+    def add(target, measured, met):
+        out.append((target, measured, "not measured" if met is None else ("MET" if met else "MISSED")))
+
+    kfocp = largest("kfocp-roles", 100) or largest("kfocp-roles")
+    loop = largest("k8s-loop")
+    if kfocp and loop:
+        # Case 1 runs one module per object: its objects/s is the same at every N.
+        speedup = kfocp["objects_per_s"] / loop["objects_per_s"]
+        add("kfocp >= 10x faster than case 1", "%.1fx (objects/s: %.1f at N=%d vs %.2f at N=%d; case 1 would take "
+            "%.0f s at N=%d)" % (speedup, kfocp["objects_per_s"], kfocp["n"], loop["objects_per_s"], loop["n"],
+                                 kfocp["objects"] / loop["objects_per_s"], kfocp["n"]), speedup >= 10)
+    else:
+        add("kfocp >= 10x faster than case 1", "-", None)
+    common = sorted(n for m, n in by if m == "k8s-list" and ("kfocp-roles", n) in by)
+    if common:
+        n = common[-1]
+        speedup = by[("k8s-list", n)]["converge_s"] / by[("kfocp-roles", n)]["converge_s"]
+        add("kfocp >= 2x faster than case 2", "%.1fx at N=%d" % (speedup, n), speedup >= 2)
+    else:
+        add("kfocp >= 2x faster than case 2", "-", None)
+    for method in ("kfocp-roles", "kfocp-apply"):
+        name = "kfocp" if method == "kfocp-roles" else "4a (module)"
+        if (method, 2000) in by and ("limit", 2000) in by:
+            ratio = by[(method, 2000)]["converge_s"] / by[("limit", 2000)]["converge_s"]
+            add("%s within 1.5x of the limit at N=2000" % name, "%.2fx" % ratio, ratio <= 1.5)
+        else:
+            add("%s within 1.5x of the limit at N=2000" % name, "-", None)
+        if (method, 2000) in by:
+            noop = by[(method, 2000)]["noop_s"]
+            add("%s no-op re-run at N=2000 <= 5 s" % name, "%.1f s" % noop, noop <= 5)
+        else:
+            add("%s no-op re-run at N=2000 <= 5 s" % name, "-", None)
+    burst = (operator or {}).get("burst")
+    if burst:
+        add("operator latency p50 < 1 s", "%.2f s (%d namespaces)" % (burst["p50"], burst["count"]), burst["p50"] < 1)
+        add("operator latency p99 < 3 s", "%.2f s (p95 %.2f s)" % (burst["p99"], burst["p95"]), burst["p99"] < 3)
+    else:
+        add("operator latency p50 < 1 s, p99 < 3 s", "-", None)
+    watch = (operator or {}).get("watch")
+    if watch:
+        add("operator RSS <= 200 MiB watching 2000 profile namespaces",
+            "%.0f MiB watching %d" % (watch["rss_mib"], watch["namespaces"]),
+            watch["rss_mib"] <= 200 if watch["namespaces"] >= 2000 else None)
+    else:
+        add("operator RSS <= 200 MiB watching 2000 profile namespaces", "-", None)
     return out
 
 
@@ -123,53 +214,87 @@ def plot(rows, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    for method in METHODS:
+    for method in LABELS:
         points = sorted((r["n"], r["converge_s"]) for r in rows if r["method"] == method)
         if points:
             ax.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=LABELS[method])
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("profiles (about %d objects each)" % workload.PER_PROFILE)
+    ax.set_xlabel("profiles (%d objects each)" % workload.PER_PROFILE)
     ax.set_ylabel("converge wall time (s)")
-    ax.set_title("Converging N profiles on one API server")
+    ax.set_title("Converging N profiles on one API server (%d CPUs)" % os.cpu_count())
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
+    plt.close(fig)
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--quick", action="store_true", help="N=100 only (CI-sized)")
-    parser.add_argument("--sizes", default="100,500,2000")
-    parser.add_argument("--methods", default=",".join(METHODS))
-    args = parser.parse_args()
-    sizes = [100] if args.quick else [int(s) for s in args.sizes.split(",")]
-    methods = args.methods.split(",")
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    rows = []
+def plan(args):
+    """The (method, N) pairs to measure, in order."""
+    profile = QUICK if args.quick else FULL
+    sizes = [int(s) for s in args.sizes.split(",")] if args.sizes else profile["sizes"]
+    methods = args.methods.split(",") if args.methods else list(LABELS)
+    unknown = [m for m in methods if m not in LABELS]
+    if unknown:
+        raise SystemExit("unknown methods %s; known: %s" % (", ".join(unknown), ", ".join(LABELS)))
+    loop_n = min(sizes) if args.sizes else profile["loop_n"]
+    list_max = max(sizes) if args.sizes else profile["list_max"]
+    pairs = [("k8s-loop", loop_n)] if "k8s-loop" in methods else []
+    for n in sizes:
+        pairs += [(m, n) for m in methods if m != "k8s-loop" and (m != "k8s-list" or n <= list_max)]
+    return profile, pairs
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="the CI-sized subset")
+    parser.add_argument("--sizes", help="profile counts, comma-separated (every method at every size)")
+    parser.add_argument("--methods", help="comma-separated: %s" % ",".join(LABELS))
+    parser.add_argument("--no-operator", action="store_true", help="skip the operator's latency and RSS")
+    parser.add_argument("--no-clusters", action="store_true", help="skip the run time across clusters")
+    parser.add_argument("--out", default=str(RESULTS), help="directory for the JSON and the plot")
+    for key in ("burst", "watch", "clusters_n"):
+        parser.add_argument("--" + key.replace("_", "-"), type=int, help="instead of the set's %s" % key)
+    parser.add_argument("--clusters", help="cluster counts, comma-separated, instead of the set's")
+    args = parser.parse_args(argv)
+    profile, pairs = plan(args)
+    profile = dict(profile, **dict((k, getattr(args, k)) for k in ("burst", "watch", "clusters_n") if getattr(args, k)))
+    if args.clusters:
+        profile["clusters"] = [int(c) for c in args.clusters.split(",")]
+    out_dir = Path(args.out)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    doc = {"when": datetime.datetime.now().strftime("%Y%m%d-%H%M%S"), "cpus": os.cpu_count(),
+           "load1_start": round(os.getloadavg()[0], 2), "per_profile": workload.PER_PROFILE, "rows": []}
     with tempfile.TemporaryDirectory(prefix="kfocp-bench-") as workdir:
-        for n in sizes:
-            objs = workload.objects(n)
-            objects_file = Path(workdir) / ("objects-%d.json" % n)
-            objects_file.write_text(json.dumps({"objects": objs}))
-            for method in methods:
-                if method == "k8s-loop" and n > LOOP_MAX:
-                    print("skip %s at N=%d: one module run per object (measured at N=%d only)" % (method, n, LOOP_MAX),
-                          flush=True)
-                    continue
-                row = measure(method, n, str(objects_file), len(objs), workdir)
-                print(json.dumps(row), flush=True)
-                rows.append(row)
-    stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-    doc = {"when": stamp, "cpus": os.cpu_count(), "per_profile": workload.PER_PROFILE, "rows": rows,
-           "ratios": ratios(rows)}
-    (RESULTS / ("bench-%s.json" % stamp)).write_text(json.dumps(doc, indent=2))
-    plot(rows, RESULTS / ("bench-%s.png" % stamp))
-    print("\n" + table(rows) + "\n")
-    print("\n".join(ratios(rows)))
-    print("\nresults: %s\nplot: %s" % (RESULTS / ("bench-%s.json" % stamp), RESULTS / ("bench-%s.png" % stamp)))
+        for method, n in pairs:
+            row = measure(method, n, workdir)
+            print(json.dumps(row), flush=True)
+            doc["rows"].append(row)
+        if not args.no_operator:
+            import operator_bench
+            doc["operator"] = operator_bench.run(Path(workdir), profile["burst"], profile["watch"])
+            print(json.dumps({"operator": doc["operator"]}), flush=True)
+        if not args.no_clusters:
+            doc["clusters"] = clusters(profile["clusters"], profile["clusters_n"], workdir)
+    doc["targets"] = [{"target": t, "measured": m, "verdict": v}
+                      for t, m, v in targets(doc["rows"], doc.get("operator"))]
+    doc["load1_end"] = round(os.getloadavg()[0], 2)
+    doc["total_s"] = round(time.monotonic() - started, 1)
+    stem = out_dir / ("bench-%s" % doc["when"])
+    stem.with_suffix(".json").write_text(json.dumps(doc, indent=2))
+    plot(doc["rows"], stem.with_suffix(".png"))
+    print("\n" + table(doc["rows"]) + "\n")
+    if doc.get("clusters"):
+        print(clusters_table(doc["clusters"]) + "\n")
+    for entry in doc["targets"]:
+        print("%-60s %-12s %s" % (entry["target"], entry["verdict"], entry["measured"]))
+    print("\n%d CPUs, load average %.1f at the start, %.1f at the end; %.0f s in all"
+          % (doc["cpus"], doc["load1_start"], doc["load1_end"], doc["total_s"]))
+    print("results: %s\nplot: %s" % (stem.with_suffix(".json"), stem.with_suffix(".png")))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -43,8 +43,10 @@ def _profile(i):
                   "rules": [{"from": [{"source": {"principals": [
                       "cluster.local/ns/knative-serving/sa/controller",
                       "cluster.local/ns/knative-serving-ingress/sa/kourier"]}}]}]}},
-        {"apiVersion": "security.istio.io/v1beta1", "kind": "AuthorizationPolicy", "metadata": meta("ns-owner-access-istio"),
-         "spec": {"action": "ALLOW", "rules": [{"when": [{"key": "request.headers[kubeflow-userid]", "values": [user]}]}]}},
+        {"apiVersion": "security.istio.io/v1beta1", "kind": "AuthorizationPolicy",
+         "metadata": meta("ns-owner-access-istio"),
+         "spec": {"action": "ALLOW",
+                  "rules": [{"when": [{"key": "request.headers[kubeflow-userid]", "values": [user]}]}]}},
     ]
 
 

@@ -1,0 +1,106 @@
+"""The operator's fast path on a fresh control plane: its reaction latency to a burst of new profile
+namespaces, and its memory when it watches many of them.
+
+The Python operator runs as its own service account (operator/hack/launch.py), for a Kubeflow CR
+that keeps only the namespace_policies role on. Once the CR is Ready (its playbook run is over),
+`burst` namespaces are created at once and each is timed from just before its creation until
+every policy object of it exists (tests/measure.py, shared with tests/integration/test_operator.py).
+Then more are created until `watch` profile namespaces exist, and once the operator has applied
+the policies of all of them, its VmRSS is read.
+"""
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+for _path in (ROOT / "benchmarks", ROOT / "hack", ROOT / "tests", ROOT / "operator", ROOT / "operator" / "hack",
+              ROOT / ".cache" / "collections"):
+    if str(_path) not in sys.path:
+        sys.path.append(str(_path))
+
+import launch  # noqa: E402
+import measure  # noqa: E402
+from cluster import ControlPlane  # noqa: E402
+from helpers import wait_for  # noqa: E402
+
+CR_NAME = "bench"
+VARIABLES = {"namespace_policies_mesh_mode": "member"}
+
+
+def _ready(kube, generation=1):
+    cr = kube.get(kube.resource("kfocp.io/v1alpha1", "Kubeflow"), CR_NAME, launch.NAMESPACE) or {}
+    status = cr.get("status") or {}
+    ready = [c for c in status.get("conditions") or [] if c["type"] == "Ready" and c["status"] == "True"]
+    return bool(ready) and status.get("observedGeneration") == generation
+
+
+def _limit(plane, kube, count):
+    """Seconds the limit client (benchmarks/limit.py) takes to write the policy objects of `count`
+    new namespaces, made just before and not labelled as profile namespaces (the operator leaves
+    them alone): what the API server allows for the same burst, the floor of the latency above."""
+    import limit
+    from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import namespace_policies
+    from kfocp_operator.fastpath import role_settings
+    settings = role_settings(ROOT, "namespace_policies", VARIABLES, CR_NAME)
+    res = kube.resource("v1", "Namespace")
+    objs = []
+    for i in range(count):
+        namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "floor-%05d" % i}}
+        kube.request("POST", kube.path(res), body=namespace)
+        objs += namespace_policies.objects_for_namespace(namespace, settings)
+    started = time.monotonic()
+    limit.apply_all(str(plane.kubeconfig), objs)
+    return time.monotonic() - started
+
+
+def run(workdir, burst=200, watch=2000, timeout=600):
+    """Measure on a fresh control plane in `workdir`; return the figures."""
+    from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import Client
+    workdir = Path(workdir)
+    plane = ControlPlane(workdir / "operator-plane")
+    operator = None
+    try:
+        plane.up()
+        launch.install_api(plane, manager="kfocp-bench")
+        kubeconfig = launch.account_kubeconfig(plane, workdir / "operator-sa.kubeconfig")
+        operator = launch.Operator(kubeconfig, workdir / "operator.log", ["--default-reconcile-period", "24h"])
+        operator.start()
+        kube = Client.from_params({"kubeconfig": str(plane.kubeconfig)})
+        spec = dict(measure.roles_off_except(launch.CRD, ("namespace_policies",)), namespacePoliciesMeshMode="member")
+        cr = {"apiVersion": "kfocp.io/v1alpha1", "kind": "Kubeflow",
+              "metadata": {"name": CR_NAME, "namespace": launch.NAMESPACE}, "spec": spec}
+        plane.kubectl("create", "-f", "-", input=json.dumps(cr))
+        wait_for(lambda: _ready(kube), timeout, interval=1, what="the Kubeflow CR Ready (operator log: %s)"
+                 % operator.log_path)
+        kinds = measure.policy_kinds(VARIABLES)
+        rss_ready = operator.rss()
+        names = ["team-%05d" % i for i in range(max(burst, watch))]
+        load = os.getloadavg()[0]
+        latencies = measure.burst(kube, names[:burst], CR_NAME, kinds, timeout=timeout)
+        if len(latencies) < burst:
+            raise RuntimeError("%d of %d namespaces got no policies within %ds (operator log: %s)"
+                               % (burst - len(latencies), burst, timeout, operator.log_path))
+        figures = {"burst": dict(measure.percentiles(latencies.values()), load1=round(load, 2),
+                                 limit_s=round(_limit(plane, kube, burst), 3))}
+        started = time.monotonic()
+        rest = measure.burst(kube, names[burst:watch], CR_NAME, kinds, timeout=timeout, poll=0.5, workers=16)
+        if len(rest) < watch - burst:
+            raise RuntimeError("%d namespaces got no policies within %ds" % (watch - burst - len(rest), timeout))
+        figures["watch"] = {"namespaces": watch, "fill_s": round(time.monotonic() - started, 1),
+                            "rss_mib": round(operator.rss() / 2.0 ** 20, 1),
+                            "rss_ready_mib": round(rss_ready / 2.0 ** 20, 1),
+                            "load1": round(os.getloadavg()[0], 2)}
+        return figures
+    finally:
+        if operator is not None:
+            operator.stop()
+        plane.destroy()
+
+
+if __name__ == "__main__":
+    import tempfile
+    with tempfile.TemporaryDirectory(prefix="kfocp-bench-operator-") as directory:
+        print(json.dumps(run(directory, int(sys.argv[1]) if len(sys.argv) > 1 else 200,
+                             int(sys.argv[2]) if len(sys.argv) > 2 else 2000), indent=2))

@@ -1,0 +1,127 @@
+"""Case 4b, kfocp's roles: playbooks/profiles.yml (profiles, then namespace_policies) converging N
+declared profiles end to end, on one cluster or on several as hosts of one inventory.
+
+Run 1 creates the Profiles. The profile controller's namespaces and objects are then written by
+tests/helpers.play_profile_controller (the controller is not built here; not timed). Run 2 applies
+the contributor access and the policies of the new namespaces. Run 3 is the no-op re-run. The
+converge time is runs 1 and 2; the objects counted are those the roles made, labelled with the
+install's instance or patched by it.
+
+Each profile gets the 12 objects of benchmarks/workload.py from the roles: its Profile, one
+contributor (RoleBinding and AuthorizationPolicy), and the policies of its namespace (the
+tolerations patch, ServiceMeshMember, LimitRange, SCC grant, NetworkPolicy, three
+AuthorizationPolicies for serverless, the data lake annotation on default-editor).
+
+Clusters are hosts of a generated inventory that reuses inventories/local's group_vars. `forks`
+runs one ansible-playbook over all hosts (Ansible forks across hosts); `runners` runs one
+ansible-runner per cluster at the same time, as AWX runs one job per cluster.
+"""
+import json
+import os
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+for _path in (ROOT / "hack", ROOT / "tests", ROOT / ".cache" / "collections"):
+    if str(_path) not in sys.path:
+        sys.path.append(str(_path))
+
+from helpers import ansible_env, labelled_objects, play_profile_controller  # noqa: E402
+
+INSTANCE = "bench"
+PLAYBOOK = ROOT / "playbooks" / "profiles.yml"
+
+
+def extravars(n):
+    """The declared state: N profiles, each with an owner and one contributor, and the policy
+    features that give each profile namespace the workload's objects."""
+    return {
+        "kfocp_instance": INSTANCE,
+        "profiles_list": [{"name": "bench-%05d" % i, "owner": {"user": "user%05d@example.com" % i},
+                           "contributors": [{"user": "lead@example.com", "role": "edit"}]} for i in range(n)],
+        "namespace_policies_mesh_mode": "member",
+        "namespace_policies_scc": "nonroot",
+        "namespace_policies_serverless": True,
+        "namespace_policies_data_lake": True,
+        "namespace_policies_data_lake_role_template": "arn:aws:iam::123456789012:role/kf-{namespace}",
+    }
+
+
+def inventory(planes, directory):
+    """An inventory with one host per control plane (c1, c2, ...), each with its kubeconfig, and
+    the local inventory's group_vars. Returns its path and the host names."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    hosts = dict(("c%d" % (i + 1), {"kfocp_kubeconfig": str(plane.kubeconfig)}) for i, plane in enumerate(planes))
+    doc = {"all": {"vars": {"ansible_connection": "local", "ansible_python_interpreter": sys.executable},
+                   "hosts": hosts}}
+    (directory / "hosts.yml").write_text(json.dumps(doc, indent=2))
+    link = directory / "group_vars"
+    if not link.exists():
+        link.symlink_to(ROOT / "inventories" / "local" / "group_vars")
+    return directory / "hosts.yml", sorted(hosts)
+
+
+def _playbook(inventory_file, extra_file, env):
+    cmd = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(inventory_file), str(PLAYBOOK),
+           "-e", "@%s" % extra_file]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False, cwd=ROOT)
+    if proc.returncode:
+        raise RuntimeError("profiles.yml failed:\n" + (proc.stdout + proc.stderr)[-4000:])
+    return sum(int(part.split("=", 1)[1]) for line in proc.stdout.splitlines() if " : ok=" in line
+               for part in line.split() if part.startswith("changed="))
+
+
+def _runners(inventory_file, hosts, extra, env, workdir):
+    import ansible_runner
+
+    def one(host):
+        private = Path(workdir) / ("runner-%s-%d" % (host, int(time.monotonic() * 1000)))
+        private.mkdir(parents=True)
+        result = ansible_runner.run(private_data_dir=str(private), playbook=str(PLAYBOOK),
+                                    inventory=str(inventory_file), limit=host, extravars=extra, envvars=env,
+                                    quiet=True, project_dir=str(ROOT))
+        if result.rc:
+            raise RuntimeError("profiles.yml failed for %s:\n%s" % (host, result.stdout.read()[-4000:]))
+        return sum((result.stats or {}).get("changed", {}).values())
+
+    with ThreadPoolExecutor(len(hosts)) as pool:
+        return sum(pool.map(one, hosts))
+
+
+def run(planes, n, workdir, mode="forks"):
+    """Converge N profiles on every plane with the roles; return the timings and counts."""
+    workdir = Path(workdir)
+    inventory_file, hosts = inventory(planes, workdir / ("inventory-%s-%d" % (mode, len(planes))))
+    extra = extravars(n)
+    extra_file = workdir / ("roles-extra-%d.json" % n)
+    extra_file.write_text(json.dumps(extra))
+    env = ansible_env(None, {"ANSIBLE_FORKS": str(max(10, len(hosts)))})
+    env.pop("KFOCP_KUBECONFIG", None)
+
+    def converge():
+        started = time.monotonic()
+        changed = _playbook(inventory_file, extra_file, env) if mode == "forks" else \
+            _runners(inventory_file, hosts, extra, env, workdir)
+        return time.monotonic() - started, changed
+
+    profiles_s = converge()[0]
+    started = time.monotonic()
+    with ThreadPoolExecutor(len(planes)) as pool:
+        list(pool.map(play_profile_controller, planes))
+    controller_s = time.monotonic() - started
+    policies_s = converge()[0]
+    noop_s, noop_changed = converge()
+    objects = sum(len(_made(plane)) for plane in planes)
+    return {"profiles_s": round(profiles_s, 2), "controller_s": round(controller_s, 2),
+            "policies_s": round(policies_s, 2), "converge_s": round(profiles_s + policies_s, 2),
+            "noop_s": round(noop_s, 2), "noop_changed": noop_changed, "objects": objects,
+            "load1": round(os.getloadavg()[0], 2)}
+
+
+def _made(plane):
+    from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import Client
+    return labelled_objects(Client.from_params({"kubeconfig": str(plane.kubeconfig)}), INSTANCE)
