@@ -78,14 +78,16 @@ def run_playbook(control_plane, name, extravars, workdir, check=False, diff=Fals
     return PlaybookResult(runner.rc, runner.stats, list(runner.events), stdout)
 
 
-def wait_for(predicate, timeout=30, interval=0.2, what="condition"):
+def wait_for(predicate, timeout=30, interval=0.2, what="condition", error=None):
+    """The first true value of `predicate`, polled every `interval` seconds; after `timeout`
+    seconds `error(message)` (an AssertionError by default) is raised."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = predicate()
         if value:
             return value
         time.sleep(interval)
-    raise AssertionError("timed out after %ss waiting for %s" % (timeout, what))
+    raise (error or AssertionError)("timed out after %ss waiting for %s" % (timeout, what))
 
 
 def python():
@@ -356,26 +358,39 @@ def play_autoscaler_scale(kube, name, replicas, namespace="openshift-machine-api
 
 # ---------------------------------------------------------------- what an install left on the cluster
 
+def listable_kinds(kube, skip=()):
+    """(group, apiVersion, kind, resource) of every kind the API server can list, one served
+    version each, less the (group, kind) pairs in `skip`."""
+    seen = set()
+    for (api_version, kind), res in sorted(kube.resources(refresh=True).items()):
+        group = api_version.split("/")[0] if "/" in api_version else ""
+        if "list" not in res.verbs or (group, kind) in skip or (group, res.plural) in seen:
+            continue
+        seen.add((group, res.plural))
+        yield group, api_version, kind, res
+
+
+def list_or_none(kube, res, **kwargs):
+    """kube.list, or None for a kind that is discovered but not served (404, 405, 503)."""
+    from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import KubeError
+    try:
+        return kube.list(res, **kwargs)
+    except KubeError as err:
+        if err.status in (404, 405, 503):
+            return None
+        raise
+
+
 def labelled_objects(kube, instance, patched=True):
     """{(group, kind, namespace, name): object} of every kind that can be listed: the objects
     labelled kfocp.io/instance=<instance> and, with `patched`, those carrying its shared-patch
     label patched.kfocp.io/<instance>. One served version per kind; Events are left out."""
-    from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import KubeError
     selectors = ["kfocp.io/instance=%s" % instance] + (["patched.kfocp.io/%s" % instance] if patched else [])
-    found, seen = {}, set()
-    for (api_version, kind), res in kube.resources(refresh=True).items():
-        group = api_version.split("/")[0] if "/" in api_version else ""
-        if "list" not in res.verbs or kind in ("Event", "ComponentStatus") or (group, res.plural) in seen:
-            continue
-        seen.add((group, res.plural))
+    found = {}
+    for group, api_version, kind, res in listable_kinds(kube, skip=(("", "Event"), ("", "ComponentStatus"),
+                                                                    ("events.k8s.io", "Event"))):
         for selector in selectors:
-            try:
-                items = kube.list(res, label_selector=selector)
-            except KubeError as err:
-                if err.status in (404, 405, 503):
-                    continue
-                raise
-            for item in items:
+            for item in list_or_none(kube, res, label_selector=selector) or []:
                 meta = item["metadata"]
                 item.setdefault("apiVersion", api_version)
                 item.setdefault("kind", kind)

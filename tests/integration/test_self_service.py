@@ -15,7 +15,8 @@ import pytest
 
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import Client, KubeError
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.engine import Engine
-from helpers import (components_only, isolated_policies, play_kfam_add_contributor, play_profile_controller, run_playbook,
+from helpers import (components_only, isolated_policies, list_or_none, listable_kinds, play_kfam_add_contributor,
+                     play_profile_controller, run_playbook,
                      subject_access_review, wait_for)
 
 PROFILE = ("kubeflow.org/v1", "Profile")
@@ -289,18 +290,11 @@ def test_profiles_report_lists_owners_contributors_quota_and_usage(tenants, kube
 
 def mentions(kube, *names):
     """Every object of every listable kind whose JSON names one of `names`: (kind, namespace/name, name)."""
-    found, seen, kinds = [], set(), 0
-    for (api_version, kind), res in kube.resources(refresh=True).items():
-        group = api_version.split("/")[0] if "/" in api_version else ""
-        if "list" not in res.verbs or (group, res.plural) in seen:
+    found, kinds = [], 0
+    for _group, _version, kind, res in listable_kinds(kube):
+        items = list_or_none(kube, res)
+        if items is None:
             continue
-        seen.add((group, res.plural))
-        try:
-            items = kube.list(res)
-        except KubeError as err:
-            if err.status in (404, 405, 503):
-                continue
-            raise
         kinds += 1
         for item in items:
             text = json.dumps(item)

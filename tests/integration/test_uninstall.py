@@ -13,9 +13,8 @@ for every Subscription and mesh control plane the roles create.
 import copy
 import time
 
-from helpers import PlayOperators, ensure_namespace, play_installer_worker_machineset, only_roles, run_playbook
-
-from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import KubeError
+from helpers import (PlayOperators, ensure_namespace, list_or_none, listable_kinds, only_roles,
+                     play_installer_worker_machineset, run_playbook)
 
 # Kinds left out of the dump, because controllers rewrite them all the time and kfocp never writes
 # them: Events, Leases (leader election and node heartbeats, renewTime), Endpoints and
@@ -42,19 +41,9 @@ def normal(obj):
 
 
 def dump(kube):
-    seen, out = set(), {}
-    for (api_version, kind), res in sorted(kube.resources().items()):
-        group = api_version.split("/")[0] if "/" in api_version else ""
-        if (group, kind) in SKIP or (group, res.plural) in seen or "list" not in res.verbs:
-            continue
-        seen.add((group, res.plural))
-        try:
-            items = kube.list(res)
-        except KubeError as err:
-            if err.status in (404, 405, 503):
-                continue
-            raise
-        for item in items:
+    out = {}
+    for group, _version, kind, res in listable_kinds(kube, SKIP):
+        for item in list_or_none(kube, res) or []:
             meta = item["metadata"]
             out[(group, kind, meta.get("namespace") or "", meta["name"])] = normal(item)
     return out

@@ -478,8 +478,7 @@ def test_site_checks_a_late_roles_inputs_before_the_first_change(playbook, contr
     assert attempted_writes(proxy) == 0, proxy.counts
 
 
-def test_profiles_playbook_checks_the_policies_inputs_before_the_profiles(playbook, control_plane, instance,
-                                                                         tmp_path):
+def test_profiles_playbook_checks_policies_inputs_before_profiles(playbook, control_plane, instance, tmp_path):
     """playbooks/profiles.yml: a declared profile to create first, a wrong policies input last."""
     extra = dict(kfocp_instance=instance, kfocp_profile_self_service_enabled=False,
                  profiles_list=[{"name": instance + "-p", "owner": {"user": "someone@example.com"}}],

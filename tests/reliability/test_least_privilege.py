@@ -236,13 +236,7 @@ def _metric(operator, name, labels):
 
 
 def _wait(predicate, timeout, stage, interval=0.5):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    raise Failed("%s: nothing after %ds" % (stage, timeout))
+    return wait_for(predicate, timeout, interval, what=stage, error=Failed)
 
 
 def _policies_applied(kube, namespace, instance):

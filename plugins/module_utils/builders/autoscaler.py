@@ -10,7 +10,7 @@ __metaclass__ = type
 import re
 
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.common import (
-    dns_label, dns_subdomain, namespace, require)
+    dns_label, named_entries, namespace, require)
 
 MACHINE_API = "openshift-machine-api"
 DURATION = re.compile(r"^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$")
@@ -100,15 +100,9 @@ def targets(machinesets, min_replicas=0, max_replicas=1):
 
 
 def machine_autoscalers(entries, field="autoscaler_machinesets"):
-    require(isinstance(entries, list), field, "must be a list", "Give [{name, min_replicas, max_replicas}]")
-    out, seen = [], set()
-    for index, entry in enumerate(entries):
-        where = "%s[%d]" % (field, index)
-        require(isinstance(entry, dict) and entry.get("name"), where + ".name", "is required",
-                "Name the MachineSet to scale")
-        dns_subdomain(entry["name"], where + ".name")
-        require(entry["name"] not in seen, where + ".name", "%r is listed twice" % entry["name"], "List it once")
-        seen.add(entry["name"])
+    out = []
+    for where, entry in named_entries(entries, field, "{name, min_replicas, max_replicas}",
+                                      "Name the MachineSet to scale"):
         low = _int(entry.get("min_replicas", 0), where + ".min_replicas", 0)
         high = _int(entry.get("max_replicas"), where + ".max_replicas", 1)
         require(low <= high, where, "min_replicas %d is above max_replicas %d" % (low, high), "Give min <= max")
@@ -121,16 +115,10 @@ def machine_autoscalers(entries, field="autoscaler_machinesets"):
 
 
 def priority_classes(entries, field="autoscaler_priority_classes"):
-    require(isinstance(entries, list), field, "must be a list", "Give [{name, value, description}]")
-    out, seen = [], set()
-    for index, entry in enumerate(entries):
-        where = "%s[%d]" % (field, index)
-        require(isinstance(entry, dict) and entry.get("name"), where + ".name", "is required", "Name the class")
-        dns_subdomain(entry["name"], where + ".name")
+    out = []
+    for where, entry in named_entries(entries, field, "{name, value, description}", "Name the class"):
         require(not entry["name"].startswith("system-"), where + ".name", "names starting with system- are reserved",
                 "Choose another name")
-        require(entry["name"] not in seen, where + ".name", "%r is listed twice" % entry["name"], "List it once")
-        seen.add(entry["name"])
         value = entry.get("value")
         require(isinstance(value, int) and not isinstance(value, bool) and -MAX_PRIORITY <= value <= MAX_PRIORITY,
                 where + ".value", "must be a whole number between -1000000000 and 1000000000, got %r" % (value,),

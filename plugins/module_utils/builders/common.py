@@ -34,6 +34,22 @@ def dns_subdomain(value, field):
     return value
 
 
+def named_entries(entries, field, shape, name_fix, check_name=dns_subdomain):
+    """Yield (where, entry) for each mapping of the list `entries` (the variable `field`), after
+    checking that it is a list of mappings (`shape` says what one looks like), that each has a
+    name (`name_fix` says how to give it), valid by `check_name`, and listed once."""
+    require(isinstance(entries, list), field, "must be a list", "Give a list of %s" % shape)
+    seen = set()
+    for index, entry in enumerate(entries):
+        where = "%s[%d]" % (field, index)
+        require(isinstance(entry, dict), where, "must be a mapping", "Give %s" % shape)
+        require(entry.get("name"), where + ".name", "is required", name_fix)
+        check_name(entry["name"], where + ".name")
+        require(entry["name"] not in seen, where + ".name", "%r is listed twice" % entry["name"], "List it once")
+        seen.add(entry["name"])
+        yield where, entry
+
+
 def namespace(name, labels=None):
     """A platform Namespace: created as kfocp's when missing, left alone when it already exists,
     kept in the 'namespaces' set that only uninstall removes."""

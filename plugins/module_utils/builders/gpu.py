@@ -10,7 +10,7 @@ __metaclass__ = type
 import copy
 
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import olm
-from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.common import dns_label, namespace, require
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.common import dns_label, named_entries, namespace, require
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.objects import MANAGED_BY, MANAGER
 
 MACHINE_API = "openshift-machine-api"
@@ -67,15 +67,9 @@ def cloud_of(machineset, fields=None):
 
 
 def normalise(entries, field="gpu_machinesets"):
-    require(isinstance(entries, list), field, "must be a list", "Give a list of {name, instance_type, accelerator}")
-    out, seen = [], set()
-    for index, entry in enumerate(entries):
-        where = "%s[%d]" % (field, index)
-        require(isinstance(entry, dict), where, "must be a mapping", "Give {name, instance_type, accelerator}")
-        require(entry.get("name"), where + ".name", "is required", "Name the GPU MachineSet")
-        dns_label(entry["name"], where + ".name")
-        require(entry["name"] not in seen, where + ".name", "%r is listed twice" % entry["name"], "Give each a unique name")
-        seen.add(entry["name"])
+    out = []
+    for where, entry in named_entries(entries, field, "{name, instance_type, accelerator}", "Name the GPU MachineSet",
+                                      dns_label):
         require(isinstance(entry.get("instance_type"), dict) and entry["instance_type"], where + ".instance_type",
                 "is required, a mapping of cloud to instance type",
                 "Give e.g. {aws: g5.2xlarge, azure: Standard_NC8as_T4_v3, gcp: g2-standard-8}")
