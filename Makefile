@@ -7,6 +7,8 @@ COLLECTION_LINK := .cache/collections/ansible_collections/kfocp/kubeflow
 export ANSIBLE_CONFIG := $(CURDIR)/ansible.cfg
 export KFOCP_CLUSTER_DIR ?= $(CURDIR)/.cluster
 PYTEST_ARGS ?=
+# make test runs the test files on this many workers (pytest-xdist), each with its own control plane.
+TEST_WORKERS ?= 2
 
 .PHONY: help venv build up down demo test unit integration lint sanity bench soak clean operator-crd demo-operator
 
@@ -41,7 +43,8 @@ demo: up
 	cd hack && ../$(BIN)/python demo.py
 
 test: venv build lint sanity
-	$(BIN)/python -m pytest -p no:cacheprovider --timeout=1800 tests/unit tests/integration tests/reliability $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -p no:cacheprovider --timeout=1800 -n $(TEST_WORKERS) --dist loadfile \
+		tests/unit tests/integration tests/reliability $(PYTEST_ARGS)
 
 unit: venv
 	$(BIN)/python -m pytest -q tests/unit $(PYTEST_ARGS)

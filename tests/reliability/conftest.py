@@ -11,6 +11,18 @@ from helpers import ROOT, wait_for  # noqa: E402
 KUBEFLOW = ("kfocp.io/v1alpha1", "Kubeflow")
 
 
+@pytest.fixture(scope="module")
+def control_plane(own_plane):
+    """Each reliability module on a control plane of its own: its operator and its cluster-wide
+    runs act on every profile namespace, and must not meet other tests' objects (or leave theirs)."""
+    return own_plane[0]
+
+
+@pytest.fixture(scope="module")
+def kube(own_plane):
+    return own_plane[1]
+
+
 class RunningOperator:
     """The Python operator in a subprocess as its own service account (operator/hack/launch.py),
     and the Kubeflow CRs a test gives it. Its playbook runs make their ansible-runner private data

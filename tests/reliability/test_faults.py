@@ -93,32 +93,32 @@ def _converge(plane, objects_file, instance):
 
 
 @pytest.fixture
-def own_plane(tmp_path):
+def killable_plane(tmp_path):
     plane = ControlPlane(tmp_path / "plane").up()
     yield plane
     plane.destroy()
 
 
-def test_api_server_killed_mid_converge(own_plane, tmp_path):
+def test_api_server_killed_mid_converge(killable_plane, tmp_path):
     objs = workload.objects(KILL_PROFILES)
     objects_file = tmp_path / "objects.json"
     objects_file.write_text(json.dumps({"objects": objs}))
-    client = Client.from_params({"kubeconfig": str(own_plane.kubeconfig)})
+    client = Client.from_params({"kubeconfig": str(killable_plane.kubeconfig)})
     cms = client.resource("v1", "LimitRange")
 
-    run = _converge(own_plane, objects_file, "faults")
+    run = _converge(killable_plane, objects_file, "faults")
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and len(client.list(cms, metadata_only=True)) < KILL_PROFILES // 4:
         time.sleep(0.05)
-    own_plane.kill("kube-apiserver", signal.SIGKILL)
+    killable_plane.kill("kube-apiserver", signal.SIGKILL)
     out, _unused = run.communicate(timeout=180)
     print("killed run rc=%s, tail: %s" % (run.returncode, out[-400:]))
     assert run.returncode != 0
     assert "Traceback" not in out
-    assert "did not answer" in out and own_plane.server in out
+    assert "did not answer" in out and killable_plane.server in out
 
-    own_plane.restart("kube-apiserver")
-    again = _converge(own_plane, objects_file, "faults")
+    killable_plane.restart("kube-apiserver")
+    again = _converge(killable_plane, objects_file, "faults")
     out2, _unused = again.communicate(timeout=600)
     assert again.returncode == 0, out2[-3000:]
 
@@ -128,7 +128,7 @@ def test_api_server_killed_mid_converge(own_plane, tmp_path):
         out3, _unused = first.communicate(timeout=600)
         assert first.returncode == 0, out3[-3000:]
         kinds = sorted(set((obj["apiVersion"], obj["kind"]) for obj in objs))
-        recovered, reference = _dump(own_plane, "faults", kinds), _dump(clean, "faults", kinds)
+        recovered, reference = _dump(killable_plane, "faults", kinds), _dump(clean, "faults", kinds)
     finally:
         clean.destroy()
     assert len(reference) == len(objs)

@@ -16,13 +16,10 @@ import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 
-import pytest
-
 from ansible_collections.kfocp.kubeflow.plugins.module_utils import objects as o
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import namespace_policies
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.profiles import profile_name
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import Client
-from cluster import ControlPlane
 from helpers import ROOT, labelled_objects, play_profile_controller, roles_off_except, wait_for
 
 sys.path[:0] = [str(ROOT / "operator"), str(ROOT / "operator" / "hack")]
@@ -42,13 +39,6 @@ def rss_bound(namespaces):
     run), half of it fixed and half in proportion to the namespaces (measured: 64 MiB at 220,
     146 MiB at 2200, from 52 MiB idle)."""
     return (100 + 100 * namespaces / 2200.0) * MIB
-
-
-@pytest.fixture(scope="module")
-def plane(tmp_path_factory):
-    plane = ControlPlane(tmp_path_factory.mktemp("load-plane")).up()
-    yield plane
-    plane.destroy()
 
 
 def _condition(cr, kind):
@@ -115,7 +105,8 @@ class Memory(threading.Thread):
             self.stop.wait(self.interval)
 
 
-def test_profiles_and_users_at_once_get_exactly_their_objects_with_bounded_memory(plane, tmp_path):
+def test_profiles_and_users_at_once_get_exactly_their_objects_with_bounded_memory(control_plane, tmp_path):
+    plane = control_plane  # this module's own (tests/reliability/conftest.py)
     kube = Client.from_params({"kubeconfig": str(plane.kubeconfig)})
     launch.install_api(plane, manager="kfocp-test")
     kube.forget()
