@@ -24,7 +24,8 @@ from cluster import ControlPlane  # noqa: E402
 
 
 @pytest.fixture(scope="session")
-def control_plane(tmp_path_factory):
+def shared_plane(tmp_path_factory):
+    """The control plane the test modules of one pytest process share."""
     reuse = os.environ.get("KFOCP_TEST_CLUSTER_DIR")
     plane = ControlPlane(reuse or tmp_path_factory.mktemp("cluster"))
     plane.up()
@@ -33,23 +34,39 @@ def control_plane(tmp_path_factory):
         plane.destroy()
 
 
-@pytest.fixture(scope="session")
-def kube(control_plane):
-    from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import Client
-    return Client.from_params({"kubeconfig": str(control_plane.kubeconfig)})
-
-
 @pytest.fixture(scope="module")
 def own_plane(tmp_path_factory):
-    """A control plane of the test module's own, for tests that run every role cluster-wide or
-    compare the whole API before and after: on the shared plane they would act on, and see, the
-    other tests' objects. Yields (plane, client)."""
+    """A control plane of the test module's own, for tests that run every role cluster-wide, make
+    cluster-wide objects with fixed names, or compare the whole API before and after: on the shared
+    plane they would act on, and see, the other tests' objects. Yields (plane, client)."""
     from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import Client
     plane = ControlPlane(tmp_path_factory.mktemp("own-plane")).up()
     try:
         yield plane, Client.from_params({"kubeconfig": str(plane.kubeconfig)})
     finally:
         plane.destroy()
+
+
+@pytest.fixture(scope="session")
+def shared_kube(shared_plane):
+    from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import Client
+    return Client.from_params({"kubeconfig": str(shared_plane.kubeconfig)})
+
+
+@pytest.fixture(scope="module")
+def control_plane(request):
+    """The shared control plane, or the module's own when the module sets OWN_PLANE = True."""
+    if getattr(request.module, "OWN_PLANE", False):
+        return request.getfixturevalue("own_plane")[0]
+    return request.getfixturevalue("shared_plane")
+
+
+@pytest.fixture(scope="module")
+def kube(request):
+    """A client of the module's control plane (see control_plane)."""
+    if getattr(request.module, "OWN_PLANE", False):
+        return request.getfixturevalue("own_plane")[1]
+    return request.getfixturevalue("shared_kube")
 
 
 @pytest.fixture

@@ -49,6 +49,9 @@ DISCOVERY_ACCEPT = ("application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDisc
                     "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,"
                     "application/json")
 METADATA_ACCEPT = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
+# A kind missing from discovery is looked up anew when the last discovery is older than this many
+# seconds: a CRD installed since then (by a role, a test, an operator) is then found.
+REDISCOVER_AFTER = 2.0
 
 Resource = namedtuple("Resource", "api_version kind plural namespaced verbs")
 
@@ -144,6 +147,7 @@ class Client:
         self.max_backoff = max_backoff
         self.timeout = urllib3.Timeout(connect=10, read=timeout)
         self._resources = None
+        self._discovered_at = 0.0
         self._lock = threading.Lock()
         self.warnings = set()
         self.requests = 0
@@ -225,6 +229,7 @@ class Client:
         with self._lock:
             if self._resources is None or refresh:
                 self._resources = self._discover()
+                self._discovered_at = time.monotonic()
             return self._resources
 
     def _discover(self):
@@ -259,6 +264,8 @@ class Client:
 
     def resource(self, api_version, kind):
         found = self.resources().get((api_version, kind))
+        if found is None and time.monotonic() - self._discovered_at > REDISCOVER_AFTER:
+            found = self.resources(refresh=True).get((api_version, kind))
         if found is None:
             raise UnknownKind("the API server has no kind %s in %s: check apiVersion and kind, or install "
                               "the CRD (or operator) that provides it" % (kind, api_version), 404)

@@ -1,5 +1,7 @@
 """The apply engine against the real API server: changed reporting, check and diff mode,
 ownership, conflicts, prune safety, ordering and bad input."""
+import json
+
 import pytest
 
 from ansible_collections.kfocp.kubeflow.plugins.module_utils import objects as o
@@ -176,6 +178,28 @@ def test_crd_and_its_custom_resources_in_one_list(kube, instance):
     engine(kube, instance).delete_all(wait=True)
     kube.forget()
     assert (group + "/v1", "Widget") not in kube.resources()
+
+
+def test_a_long_lived_client_finds_a_kind_installed_after_its_discovery(kube, control_plane, instance, monkeypatch):
+    from ansible_collections.kfocp.kubeflow.plugins.module_utils import client as client_module
+    group = "%s.kfocp.test" % instance
+    kube.resources(refresh=True)
+    crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+           "metadata": {"name": "gadgets." + group},
+           "spec": {"group": group, "scope": "Cluster", "names": {"kind": "Gadget", "plural": "gadgets"},
+                    "versions": [{"name": "v1", "served": True, "storage": True,
+                                  "schema": {"openAPIV3Schema": {"type": "object"}}}]}}
+    control_plane.kubectl("apply", "--server-side", "--field-manager=kfocp-test", "-f", "-", input=json.dumps(crd))
+    control_plane.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/gadgets." + group)
+    try:
+        # within the grace period after a discovery, a miss is a miss: no request storm on typos
+        monkeypatch.setattr(client_module, "REDISCOVER_AFTER", 3600)
+        with pytest.raises(client_module.UnknownKind):
+            kube.resource(group + "/v1", "Gadget")
+        monkeypatch.setattr(client_module, "REDISCOVER_AFTER", 0)
+        assert kube.resource(group + "/v1", "Gadget").plural == "gadgets"
+    finally:
+        control_plane.kubectl("delete", "crd", "gadgets." + group, "--wait=false")
 
 
 def test_shared_objects_get_fields_only_and_are_given_back(kube, instance, control_plane):

@@ -1,6 +1,9 @@
 """The gpu role through site.yml against the real API server: OLM wait, operands, GPU MachineSets."""
 from helpers import only_roles, play_autoscaler_scale, play_installer_worker_machineset, play_olm_csv_succeeded
 
+# The role's objects have fixed, cluster-wide names (ClusterPolicy gpu-cluster-policy, the operators'
+# namespaces and CSVs), and the first test needs a cluster where OLM has installed nothing yet.
+OWN_PLANE = True
 MS = ("machine.openshift.io/v1beta1", "MachineSet")
 
 

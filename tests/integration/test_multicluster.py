@@ -7,6 +7,9 @@ from helpers import ROOT, only_roles, play_installer_worker_machineset, play_olm
 from cluster import ControlPlane
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import Client
 
+# East is a control plane of this module's own: the run makes cluster-wide objects with fixed names
+# (ClusterAutoscaler default, the GPU operators' namespaces and CSVs) that other tests meet.
+OWN_PLANE = True
 INVENTORY = ROOT / "inventories" / "example-multicluster" / "hosts.yml"
 
 
