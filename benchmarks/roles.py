@@ -12,6 +12,12 @@ contributor (RoleBinding and AuthorizationPolicy), and the policies of its names
 tolerations patch, ServiceMeshMember, LimitRange, SCC grant, NetworkPolicy, three
 AuthorizationPolicies for serverless, the data lake annotation on default-editor).
 
+Its physical reference, case 5b (`limit_run`), is the limit client applying the very objects the
+roles apply, built in process by the same builders with kfocp's labels, in the same two steps
+around the profile controller: the roles write other kinds than the workload of cases 1-5 (three
+AuthorizationPolicies a namespace, patches of namespaces and service accounts that exist), and
+the API server's cost differs by kind.
+
 Clusters are hosts of a generated inventory that reuses inventories/local's group_vars. `forks`
 runs one ansible-playbook over all hosts (Ansible forks across hosts); `runners` runs one
 ansible-runner per cluster at the same time, as AWX runs one job per cluster.
@@ -25,10 +31,12 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-for _path in (ROOT / "hack", ROOT / "tests", ROOT / ".cache" / "collections"):
+for _path in (ROOT / "benchmarks", ROOT / "hack", ROOT / "tests", ROOT / "operator", ROOT / ".cache" / "collections"):
     if str(_path) not in sys.path:
         sys.path.append(str(_path))
 
+import limit  # noqa: E402
+import yaml  # noqa: E402
 from helpers import ansible_env, labelled_objects, play_profile_controller  # noqa: E402
 
 INSTANCE = "bench"
@@ -125,3 +133,44 @@ def run(planes, n, workdir, mode="forks"):
 def _made(plane):
     from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import Client
     return labelled_objects(Client.from_params({"kubeconfig": str(plane.kubeconfig)}), INSTANCE)
+
+
+def _settings(n):
+    """The profiles and namespace_policies settings of the roles' run: inventories/local's
+    group_vars and extravars(n), as the operator's fast path derives them from variables."""
+    from kfocp_operator.fastpath import policy_settings, role_settings
+    variables = {}
+    for path in sorted((ROOT / "inventories" / "local" / "group_vars" / "all").glob("*.yml")):
+        variables.update(yaml.safe_load(path.read_text()) or {})
+    variables.update(extravars(n))
+    return role_settings(ROOT, "profiles", variables, INSTANCE), policy_settings(ROOT, variables, INSTANCE)
+
+
+def limit_run(plane, n):
+    """Case 5b: the limit client writes the objects the roles write (Profiles; the profile
+    controller's part, not timed; contributor access and policies), labelled as kfocp labels them.
+    The no-op re-run applies them all again: the limit does not compare."""
+    from ansible_collections.kfocp.kubeflow.plugins.module_utils import objects as o, tenancy
+    from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import Client
+    client = Client.from_params({"kubeconfig": str(plane.kubeconfig)})
+    profile_settings, policy_settings = _settings(n)
+
+    def prepared(objs, set_name):
+        return [o.prepare(obj, INSTANCE, set_name)[0] for obj in objs]
+
+    first = prepared(tenancy.build_profiles(client, profile_settings)[0], "profiles")
+    started = time.monotonic()
+    limit.apply_all(str(plane.kubeconfig), first)
+    profiles_s = time.monotonic() - started
+    play_profile_controller(plane)
+    second = prepared(tenancy.build_profiles_access(client, profile_settings)[0], "profiles-access") + \
+        prepared(tenancy.build_namespace_policies(client, policy_settings)[0], "namespace-policies")
+    started = time.monotonic()
+    limit.apply_all(str(plane.kubeconfig), second)
+    policies_s = time.monotonic() - started
+    started = time.monotonic()
+    limit.apply_all(str(plane.kubeconfig), first + second)
+    noop_s = time.monotonic() - started
+    return {"profiles_s": round(profiles_s, 2), "policies_s": round(policies_s, 2),
+            "converge_s": round(profiles_s + policies_s, 2), "noop_s": round(noop_s, 2),
+            "objects": len(first) + len(second), "load1": round(os.getloadavg()[0], 2)}

@@ -28,8 +28,9 @@ class PlaybookResult:
     def failed(self):
         return self.rc != 0
 
-    def task_results(self, module_suffix="apply"):
-        """The results of every task whose action ends with `module_suffix`."""
+    def task_results(self, module_suffix=("apply", "tenancy")):
+        """The results of every task whose action ends with `module_suffix` (a name or a tuple of
+        names; by default the modules that apply objects)."""
         found = []
         for event in self.events:
             data = event.get("event_data") or {}

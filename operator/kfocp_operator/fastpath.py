@@ -27,6 +27,9 @@ PROFILES_SET = "profiles"
 ACCESS_SET = "profiles-access"
 # After the first event of a batch, wait this long for the events that arrive with it.
 BATCH_WINDOW = 0.05
+# At most this many namespaces in one apply, the oldest first: in a burst, the first namespaces get
+# their policies while the later ones are still arriving, instead of all at the end.
+BATCH_NAMESPACES = 100
 
 
 def role_settings(collection_root, role, variables, instance):
@@ -164,15 +167,19 @@ class FastPath:
     # ------------------------------------------------------------ batches
 
     def _loop(self):
+        backlog = False
         while not self.stop.is_set():
             with self.lock:
                 while not self.stop.is_set() and not (self.instance and (self.pending_namespaces or self.pending_users)):
                     self.lock.wait(1.0)
                 if self.stop.is_set():
                     return
-            time.sleep(BATCH_WINDOW)  # let the events that came together arrive
+            if not backlog:
+                time.sleep(BATCH_WINDOW)  # let the events that came together arrive
             with self.lock:
-                batch, self.pending_namespaces = list(self.pending_namespaces.values()), {}
+                oldest = sorted(self.pending_namespaces, key=lambda key: self.pending_namespaces[key][1])
+                batch = [self.pending_namespaces.pop(key) for key in oldest[:BATCH_NAMESPACES]]
+                backlog = bool(self.pending_namespaces)
                 users, self.pending_users = self.pending_users, False
                 instance, policies, profiles = self.instance, self.policies, self.profiles
             if not instance:

@@ -16,14 +16,6 @@ def profiles_objects(settings, users=None, groups=None, live_profiles=None, name
     return profiles.objects(settings, users or (), groups or (), live_profiles or (), namespaces)
 
 
-def profiles_orphans(settings, live_profiles=None, users=None, groups=None):
-    return profiles.orphans(settings, live_profiles or (), users or (), groups or ())
-
-
-def profiles_pending(settings, users=None, groups=None, live_profiles=None, namespaces=None):
-    return profiles.pending(settings, users or (), groups or (), live_profiles or (), namespaces or ())
-
-
 def namespace_policies_objects(namespaces, settings, all_namespaces=None, serviceaccounts=None, memberroll=None):
     return namespace_policies.objects(namespaces, settings, all_namespaces, serviceaccounts, memberroll)
 
@@ -40,8 +32,6 @@ class FilterModule(object):
     def filters(self):
         return {
             "profiles_objects": _wrap(profiles_objects),
-            "profiles_orphans": _wrap(profiles_orphans),
-            "profiles_pending": _wrap(profiles_pending),
             "namespace_policies_objects": _wrap(namespace_policies_objects),
             "profiles_report": _wrap(profiles_report),
             "profiles_report_table": _wrap(profiles_report_table),

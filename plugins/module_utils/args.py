@@ -26,7 +26,7 @@ ENGINE_ARGS = {
     "field_manager": {"type": "str", "default": "kfocp"},
     "force": {"type": "bool", "default": False},
     "adopt": {"type": "bool", "default": False},
-    "concurrency": {"type": "int", "default": 16},
+    "concurrency": {"type": "int", "default": 32},
     "wait_timeout": {"type": "int", "default": 120},
 }
 

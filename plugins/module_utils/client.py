@@ -136,7 +136,7 @@ def configuration(auth):
 class Client:
     """A thread-safe Kubernetes REST client with retries and cached discovery."""
 
-    def __init__(self, cfg, pool_size=16, retries=6, backoff=0.2, max_backoff=5.0, timeout=60):
+    def __init__(self, cfg, pool_size=32, retries=6, backoff=0.2, max_backoff=5.0, timeout=60):
         cfg.connection_pool_maxsize = pool_size
         cfg.retries = False
         self.cfg = cfg
@@ -287,8 +287,8 @@ class Client:
     def get(self, res, name, namespace=None):
         return self.request("GET", self.path(res, namespace, name), allow=(404,))
 
-    def list(self, res, label_selector=None, namespace=None, metadata_only=False):
-        query = {"labelSelector": label_selector} if label_selector else None
+    def list(self, res, label_selector=None, namespace=None, metadata_only=False, field_selector=None):
+        query = {"labelSelector": label_selector, "fieldSelector": field_selector}
         accept = METADATA_ACCEPT if metadata_only else "application/json"
         return (self.request("GET", self.path(res, namespace), query=query, accept=accept) or {}).get("items") or []
 

@@ -24,8 +24,9 @@ from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import KubeE
 CREATED, UPDATED, UNCHANGED, DELETED, RELEASED, SKIPPED, FAILED, CONFLICT = (
     "created", "updated", "unchanged", "deleted", "released", "skipped", "failed", "conflict")
 CHANGES = (CREATED, UPDATED, DELETED, RELEASED)
-# Existence of objects not yet labelled is checked with one metadata LIST per kind when more
-# than this many are missing, and with a GET each otherwise.
+# Up to this many objects of a kind are read with a GET each; more, with one LIST per kind of
+# kfocp's labelled objects (and one metadata LIST for the existence of the others). A run that
+# prunes lists every kind it applies, since prune needs the list anyway.
 _GET_LIMIT = 32
 # Kinds never pruned or scanned: they are not desired state.
 _NEVER_SCAN = {("v1", "Event"), ("events.k8s.io/v1", "Event"), ("v1", "ComponentStatus"),
@@ -53,7 +54,8 @@ class Item:
         self.ref = o.ref(obj)
         self.mode = mode
         self.shared = mode == o.SHARED
-        self.phase = o.phase(self.ref.kind)
+        # a shared Namespace is never created, so nothing waits for it: it goes with the rest
+        self.phase = o.PHASE_MAIN if self.shared and self.ref.kind == "Namespace" else o.phase(self.ref.kind)
         self.res = None
         self.live = None      # the live object when kfocp had labelled it (full), else None
         self.exists = None    # True/False when known, None when it must be looked up
@@ -100,7 +102,7 @@ class Result:
 
 class Engine:
     def __init__(self, client, instance="kfocp", set_name=None, field_manager=o.MANAGER, force=False,
-                 adopt=False, check_mode=False, diff=False, concurrency=16, wait_timeout=120):
+                 adopt=False, check_mode=False, diff=False, concurrency=32, wait_timeout=120):
         for field, value in (("instance", instance), ("set", set_name)):
             if value is not None and (not value or len(value) > 63 or not o.LABEL_VALUE.match(value)):
                 raise o.DefinitionError("%s %r is not a valid label value (at most 63 characters: letters, "
@@ -116,6 +118,7 @@ class Engine:
         self.concurrency = max(1, int(concurrency))
         self.wait_timeout = wait_timeout
         self._lists = {}
+        self._prune = False
         self._deleted = []
 
     # ------------------------------------------------------------ public operations
@@ -125,6 +128,7 @@ class Engine:
         longer wants. Bad input fails before any change."""
         result = Result()
         self._lists = {}  # the live state is read anew by every run
+        self._prune = prune
         items = self._plan(definitions)
         wanted = set(_unversioned(item.ref) for item in items)
         for phase in sorted(set(item.phase for item in items)):
@@ -258,6 +262,8 @@ class Engine:
         self._pool(lambda job: self._fetch_kind(*job), jobs)
 
     def _fetch_kind(self, res, shared, kind_items):
+        if not self._prune and len(kind_items) <= _GET_LIMIT:
+            return  # a GET each costs less than listing every object of the kind kfocp labelled
         try:
             live = self._owned_list(res, shared)
         except KubeError as err:
@@ -292,7 +298,10 @@ class Engine:
     def _apply_one(self, item):
         ref = item.ref
         foreign = None
-        if item.exists is None or (item.exists and item.live is None):
+        # A shared object known to exist and not yet patched by kfocp changes when patched: only
+        # check and diff mode need it read first, to compare with and to show.
+        unread_patch = item.shared and item.exists and item.live is None and not (self.check or self.diff)
+        if item.exists is None or (item.exists and item.live is None and not unread_patch):
             current = self.client.get(item.res, ref.name, ref.namespace)
             item.exists = current is not None
             owned = current is not None and (o.patched_by(current, self.instance) if item.shared

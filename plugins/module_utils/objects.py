@@ -150,8 +150,10 @@ def prepare(obj, instance, set_name):
     """Return (the object to send, its ownership mode): ownership labels added, the kfocp.io
     markers removed, and the digest of the desired state in an annotation."""
     mode = mode_of(obj)
-    obj = copy.deepcopy(obj)
-    meta = obj.setdefault("metadata", {})
+    # only metadata's labels and annotations change, and they are replaced by new dicts: a copy of
+    # the top level and of metadata leaves the caller's object as it was
+    obj = dict(obj)
+    meta = obj["metadata"] = dict(obj.get("metadata") or {})
     annotations = dict(meta.get("annotations") or {})
     annotations.pop(OWNERSHIP, None)
     annotations.pop(FORCE, None)

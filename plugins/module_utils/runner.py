@@ -25,26 +25,33 @@ def redacted_forms(values):
 
 
 def engine_from(params, auth, check_mode=False, diff=False):
-    client = Client.from_params(auth, pool_size=params.get("concurrency") or 16)
+    client = Client.from_params(auth, pool_size=params.get("concurrency") or 32)
     return Engine(client, instance=params.get("instance") or "kfocp", set_name=params.get("set"),
                   field_manager=params.get("field_manager") or "kfocp", force=params.get("force", False),
                   adopt=params.get("adopt", False), check_mode=check_mode, diff=diff,
-                  concurrency=params.get("concurrency") or 16, wait_timeout=params.get("wait_timeout") or 120)
+                  concurrency=params.get("concurrency") or 32, wait_timeout=params.get("wait_timeout") or 120)
 
 
-def run_engine(params, auth, check_mode=False, diff=False):
-    """Return (module result, error message or None)."""
-    out, error = _run(params, auth, check_mode, diff)
+def run_engine(params, auth, check_mode=False, diff=False, build=None):
+    """Return (module result, error message or None).
+
+    build(client, **params), when given, returns the definitions and extra results of a run
+    with state present (module_utils/tenancy.py); otherwise the definitions are params'."""
+    out, error = _run(params, auth, check_mode, diff, build)
     # The result echoes the options, as every module's does, but not the definitions: thousands of
     # objects sent back to the controller and kept in registered variables, for nothing.
-    count = len(params.get("definitions") or [])
     echoed = dict((key, value) for key, value in params.items() if key != "redact")
-    out["invocation"] = {"module_args": dict(echoed, definitions="%d object(s), not echoed" % count)}
+    if "definitions" in params:
+        echoed["definitions"] = "%d object(s), not echoed" % len(params.get("definitions") or [])
+    if "settings" in params:  # a builder's settings hold the declared profiles, thousands of them
+        echoed["settings"] = "%d setting(s), not echoed" % len(params.get("settings") or {})
+    out["invocation"] = {"module_args": echoed}
     return out, error
 
 
-def _run(params, auth, check_mode, diff):
+def _run(params, auth, check_mode, diff, build):
     report = params.get("report") or "changed"
+    extra = {}
     try:
         engine = engine_from(params, auth, check_mode, diff)
         if params.get("state", "present") == "absent":
@@ -53,10 +60,13 @@ def _run(params, auth, check_mode, diff):
             else:
                 result = engine.delete_all(params.get("set"), wait=params.get("wait", False))
         else:
-            result = engine.apply(params.get("definitions") or [], prune=params.get("prune", False))
-        return result.as_dict(report), None
+            definitions = params.get("definitions") or []
+            if build is not None:
+                definitions, extra = build(engine.client, check_mode=check_mode, **params)
+            result = engine.apply(definitions, prune=params.get("prune", False))
+        return dict(result.as_dict(report), **extra), None
     except ApplyError as err:
         out = err.result.as_dict(report) if err.result is not None else {"changed": False}
-        return out, str(err)
+        return dict(out, **extra), str(err)
     except (DefinitionError, KubeError) as err:
         return {"changed": False}, str(err)

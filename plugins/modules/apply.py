@@ -27,6 +27,7 @@ description:
 author: kfocp contributors (@kfocp)
 extends_documentation_fragment:
   - kfocp.kubeflow.auth
+  - kfocp.kubeflow.engine
 options:
   definitions:
     description:
@@ -42,45 +43,14 @@ options:
     type: str
     choices: [present, absent]
     default: present
-  instance:
-    description:
-      - The install these objects belong to, kept in the C(kfocp.io/instance) label, so that two
-        installs never prune each other.
-    type: str
-    default: kfocp
-  set:
-    description:
-      - A name for this group of objects, kept in the C(kfocp.io/set) label. Prune works within a
-        set. Roles use their own name.
-    type: str
   prune:
     description: Delete objects of this O(instance) and O(set) that are no longer in O(definitions).
-    type: bool
-    default: false
-  force:
-    description: Take over fields that another field manager owns, instead of failing.
-    type: bool
-    default: false
-  adopt:
-    description: Manage an existing object that this instance did not create, instead of failing.
     type: bool
     default: false
   wait:
     description: With O(state=absent), wait until the deleted objects are gone.
     type: bool
     default: false
-  wait_timeout:
-    description: Seconds to wait for CRDs to be Established, or for deletions with O(wait).
-    type: int
-    default: 120
-  concurrency:
-    description: How many API requests are in flight at once.
-    type: int
-    default: 16
-  field_manager:
-    description: The server-side apply field manager.
-    type: str
-    default: kfocp
   report:
     description: Which objects to list in RV(objects) - C(changed) ones, or C(all).
     type: str

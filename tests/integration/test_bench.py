@@ -1,4 +1,4 @@
-"""The benchmark harness (make bench) at a tiny size, so that it cannot rot: two methods at N=3,
+"""The benchmark harness (make bench) at a tiny size, so that it cannot rot: three methods at N=3,
 each on a fresh control plane of its own, then the table, the targets, the JSON and the plot.
 It asserts that the harness works and counts right, never a timing."""
 import json
@@ -9,18 +9,21 @@ from helpers import ROOT
 
 
 def test_the_benchmark_harness_runs_at_a_tiny_size(tmp_path):
-    cmd = [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--sizes", "3", "--methods", "kfocp-roles,limit",
+    cmd = [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--sizes", "3", "--methods", "kfocp-roles,limit,limit-roles",
            "--no-operator", "--no-clusters", "--out", str(tmp_path)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1200, cwd=ROOT, check=False)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     doc = json.loads(next(tmp_path.glob("bench-*.json")).read_text())
     rows = dict((row["method"], row) for row in doc["rows"])
-    assert set(rows) == {"kfocp-roles", "limit"}
+    assert set(rows) == {"kfocp-roles", "limit", "limit-roles"}
     assert rows["limit"]["objects"] == 3 * 12
+    # the roles' own reference writes what the roles write: each profile's 12 objects (and the
+    # patch of the one other namespace there is)
+    assert abs(rows["limit-roles"]["objects"] - rows["kfocp-roles"]["objects"]) <= 1, rows
     # the roles make the workload's 12 objects per profile, and may patch a few other namespaces
     assert rows["kfocp-roles"]["objects"] >= 3 * 12 and rows["kfocp-roles"]["noop_changed"] == 0
     assert all(row["converge_s"] > 0 and row["noop_s"] > 0 for row in doc["rows"])
     assert next(tmp_path.glob("bench-*.png")).stat().st_size > 0
-    assert "| 4b. kfocp roles" in proc.stdout and "| 5. limit" in proc.stdout
+    assert "| 4b. kfocp roles" in proc.stdout and "| 5. limit" in proc.stdout and "| 5b. limit, over" in proc.stdout
     verdicts = dict((t["target"], t["verdict"]) for t in doc["targets"])
     assert verdicts["kfocp no-op re-run at N=2000 <= 5 s"] == "not measured"

@@ -63,7 +63,7 @@ def field_owner(obj, *path):
 
 def failure(result):
     """The message of the failed apply task of a playbook run."""
-    for res in result.task_results("apply"):
+    for res in result.task_results():
         if res.get("failed"):
             return res.get("msg", "")
     return result.stdout[-3000:]

@@ -72,7 +72,15 @@ def role_binding(name, namespace_name, role_kind, role_name, subjects, labels=No
 
 def plain(value):
     """`value` as plain dicts, lists, strings and numbers. Values that come from Ansible are lazy
-    templating containers: reading and copying those object by object is very slow at scale."""
+    templating containers and tagged strings: reading and copying those object by object is very
+    slow at scale. Plain values (JSON from the API) take the short path: a type check each."""
+    kind = type(value)
+    if kind is str or kind is int or kind is float or kind is bool or value is None:
+        return value
+    if kind is dict:
+        return dict((k if type(k) is str else str(k), plain(v)) for k, v in value.items())
+    if kind is list:
+        return [plain(v) for v in value]
     if isinstance(value, dict) or (hasattr(value, "items") and hasattr(value, "keys")):
         return dict((str(k), plain(v)) for k, v in value.items())
     if isinstance(value, (list, tuple)):

@@ -303,7 +303,11 @@ def objects(settings, users=(), groups=(), profiles=(), namespaces=None):
     objects are built only for profile namespaces that exist (the profile controller creates
     them after the Profile); the others get theirs on a later run.
     """
-    desired = plan(settings, users, groups, profiles)
+    return objects_of(plan(settings, users, groups, profiles), settings, namespaces)
+
+
+def objects_of(desired, settings, namespaces=None):
+    """objects() for the profiles of a plan()."""
     namespaces = plain(namespaces)
     existing = None
     if namespaces is not None:
@@ -317,15 +321,24 @@ def objects(settings, users=(), groups=(), profiles=(), namespaces=None):
 
 def pending(settings, users=(), groups=(), profiles=(), namespaces=()):
     """Names of desired profiles whose namespace does not exist yet."""
+    return pending_of(plan(settings, users, groups, profiles), namespaces)
+
+
+def pending_of(desired, namespaces=()):
+    """pending() for the profiles of a plan()."""
     existing = set(n["metadata"]["name"] for n in plain(namespaces) or ())
-    return [p["name"] for p in plan(settings, users, groups, profiles) if p["name"] not in existing]
+    return [p["name"] for p in desired if p["name"] not in existing]
 
 
 def orphans(settings, live_profiles, users=(), groups=()):
     """Names of Profiles this instance created that are no longer desired: deleted only with
     kfocp_profiles_prune: true, otherwise reported."""
-    settings, live_profiles = plain((settings, live_profiles))
-    instance = _setting(settings, "kfocp_instance")
-    wanted = set(p["name"] for p in plan(settings, users, groups, live_profiles))
-    return sorted(p["metadata"]["name"] for p in live_profiles or ()
+    return orphans_of(plan(settings, users, groups, live_profiles), settings, live_profiles)
+
+
+def orphans_of(desired, settings, live_profiles):
+    """orphans() for the profiles of a plan()."""
+    instance = _setting(plain(settings), "kfocp_instance")
+    wanted = set(p["name"] for p in desired)
+    return sorted(p["metadata"]["name"] for p in plain(live_profiles) or ()
                   if _ours(p, instance) and p["metadata"]["name"] not in wanted)

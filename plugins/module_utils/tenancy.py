@@ -1,0 +1,99 @@
+# -*- coding: utf-8 -*-
+# Copyright: kfocp contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The tenancy roles' desired state, built in the process that applies it.
+
+The profiles and namespace_policies builders turn live objects (Users, Groups, Profiles,
+Namespaces, ServiceAccounts, the member roll) into thousands of objects. Passed through Ansible
+(k8s_info results, a filter, the apply module's arguments), every one of them is templated and
+serialised several times on the way; here the module reads them with the engine's own client and
+calls the same pure builders. Each function returns (definitions, extra results).
+"""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import time
+
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import namespace_policies, profiles
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import UnknownKind
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.objects import DefinitionError
+
+USER_API = "user.openshift.io/v1"
+PROFILE_API = "kubeflow.org/v1"
+# The label Kubeflow's profile controller puts on every profile namespace.
+PROFILE_NAMESPACES = "app.kubernetes.io/part-of=kubeflow-profile"
+PENDING_POLL = 2.0
+
+
+def live(client, api_version, kind, label_selector=None, field_selector=None):
+    """Every object of a kind, with apiVersion and kind set as a GET gives them; [] when the kind
+    is not served (no OpenShift user API, no Profile CRD yet), as kubernetes.core.k8s_info does."""
+    try:
+        res = client.resource(api_version, kind)
+    except UnknownKind:
+        return []
+    items = client.list(res, label_selector=label_selector, field_selector=field_selector)
+    for item in items:
+        item["apiVersion"], item["kind"] = api_version, kind
+        item["metadata"].pop("managedFields", None)  # the builders never read them, and they are most of the bytes
+    return items
+
+
+def _profile_inputs(client, settings):
+    users = live(client, USER_API, "User") if settings.get("profiles_auto_from_users") else []
+    return users, live(client, USER_API, "Group"), live(client, PROFILE_API, "Profile")
+
+
+def build_profiles(client, settings, prune=False, **_):
+    """The Profiles, and the names of those kept although no longer desired (`orphans`, reported
+    unless they are pruned)."""
+    users, groups, live_profiles = _profile_inputs(client, settings)
+    desired = profiles.plan(settings, users, groups, live_profiles)
+    orphans = [] if prune else profiles.orphans_of(desired, settings, live_profiles)
+    return profiles.objects_of(desired, settings, []), {"orphans": orphans}
+
+
+def build_profiles_access(client, settings, wait=0, check_mode=False, **_):
+    """The contributor access in every profile namespace that exists, after waiting up to `wait`
+    seconds for the profile controller to create the new ones; `pending` names those it has not
+    created yet."""
+    users, groups, live_profiles = _profile_inputs(client, settings)
+    desired = profiles.plan(settings, users, groups, live_profiles)
+    deadline = time.monotonic() + (0 if check_mode else wait or 0)
+    while True:
+        namespaces = live(client, "v1", "Namespace", label_selector=PROFILE_NAMESPACES)
+        waiting = profiles.pending_of(desired, namespaces)
+        if not waiting or time.monotonic() >= deadline:
+            break
+        time.sleep(PENDING_POLL)
+    if waiting and wait and not check_mode:
+        raise DefinitionError("the profile controller has not created the namespaces of %d profile(s) after %ds: "
+                              "%s. Check that it runs, or raise profiles_namespace_wait"
+                              % (len(waiting), wait, ", ".join(waiting[:20])))
+    objs = [obj for obj in profiles.objects_of(desired, settings, namespaces) if obj["kind"] != "Profile"]
+    return objs, {"pending": waiting}
+
+
+def build_namespace_policies(client, settings, **_):
+    """The policies of every profile namespace, and the GPU whitelist of the other namespaces."""
+    namespaces = live(client, "v1", "Namespace")
+    accounts = None
+    if settings.get("namespace_policies_data_lake"):
+        accounts = live(client, "v1", "ServiceAccount", field_selector="metadata.name=%s"
+                        % settings.get("namespace_policies_data_lake_serviceaccount"))
+    roll = None
+    if settings.get("namespace_policies_mesh_mode") == "memberroll":
+        try:
+            res = client.resource("maistra.io/v1", "ServiceMeshMemberRoll")
+            roll = client.get(res, "default", settings.get("namespace_policies_mesh_namespace"))
+        except UnknownKind:
+            pass  # the builder says that there is no member roll
+    return namespace_policies.objects(namespaces, settings, namespaces, accounts, roll), {}
+
+
+BUILDS = {
+    "profiles": build_profiles,
+    "profiles_access": build_profiles_access,
+    "namespace_policies": build_namespace_policies,
+}

@@ -1,0 +1,124 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: kfocp contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+DOCUMENTATION = r"""
+module: tenancy
+short_description: Build the profiles' or their namespaces' objects from the live cluster and apply them
+version_added: 0.1.0
+description:
+  - Reads what the profiles or namespace_policies builder needs (Users, Groups, Profiles, profile
+    Namespaces, ServiceAccounts, the member roll), builds the desired objects and applies them as
+    M(kfocp.kubeflow.apply) does, all in the module's own process.
+  - It is what the C(profiles) and C(namespace_policies) roles run. The same objects can be built
+    in a playbook with the C(kfocp.kubeflow.profiles_objects) and
+    C(kfocp.kubeflow.namespace_policies_objects) filters, but thousands of live and desired
+    objects passed through Ansible variables cost more than the apply itself.
+author: kfocp contributors (@kfocp)
+extends_documentation_fragment:
+  - kfocp.kubeflow.auth
+  - kfocp.kubeflow.engine
+options:
+  build:
+    description:
+      - C(profiles) - the Profiles, declared and one per OpenShift User (from Users, Groups and
+        the live Profiles).
+      - C(profiles_access) - the contributor RoleBindings and AuthorizationPolicies in the profile
+        namespaces that exist.
+      - C(namespace_policies) - the policies of every profile namespace and the GPU tolerations
+        whitelist of the other namespaces.
+    type: str
+    required: true
+    choices: [profiles, profiles_access, namespace_policies]
+  settings:
+    description: The builder's settings, the role's variables under their own names (the roles' C(vars/main.yml)).
+    type: dict
+    required: true
+  state:
+    description: C(present) builds and applies; C(absent) deletes everything this O(instance) owns in O(set).
+    type: str
+    choices: [present, absent]
+    default: present
+  prune:
+    description: Delete objects of this O(instance) and O(set) that are no longer desired.
+    type: bool
+    default: false
+  wait:
+    description:
+      - With O(build=profiles_access), seconds to wait for the profile controller to create the
+        namespaces of new profiles; the module fails, naming them, when some are still missing.
+        C(0) applies the access of the namespaces that exist and reports the others in RV(pending).
+    type: int
+    default: 0
+  report:
+    description: Which objects to list in RV(objects) - C(changed) ones, or C(all).
+    type: str
+    choices: [changed, all]
+    default: changed
+notes:
+  - Check mode sends every change as a server-side dry run; diff mode returns the before and after of every changed object.
+"""
+
+EXAMPLES = r"""
+- name: Apply the policies of every profile namespace and remove those of namespaces that are gone
+  kfocp.kubeflow.tenancy:
+    build: namespace_policies
+    settings: "{{ __namespace_policies_settings }}"
+    set: namespace-policies
+    prune: true
+"""
+
+RETURN = r"""
+summary:
+  description: How many objects were created, updated, unchanged, deleted, released, skipped, failed, or in conflict.
+  returned: always
+  type: dict
+  sample: {created: 2, updated: 0, unchanged: 40, deleted: 1, released: 0, skipped: 0, failed: 0, conflict: 0}
+objects:
+  description: One entry per object that was not unchanged (all of them with O(report=all)).
+  returned: always
+  type: list
+  elements: dict
+  sample: [{apiVersion: kubeflow.org/v1, kind: Profile, name: team-a, action: created}]
+orphans:
+  description: With O(build=profiles), the Profiles this instance made that are no longer desired and were kept (O(prune=false)).
+  returned: with O(build=profiles) and O(state=present)
+  type: list
+  elements: str
+pending:
+  description: With O(build=profiles_access), the desired profiles whose namespace does not exist yet.
+  returned: with O(build=profiles_access) and O(state=present)
+  type: list
+  elements: str
+"""
+
+from ansible.module_utils.basic import AnsibleModule
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.args import (
+    AUTH_ARGS, ENGINE_ARGS, argspec, auth_params)
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.runner import run_engine
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.tenancy import BUILDS
+
+
+def main():
+    spec = argspec(AUTH_ARGS, ENGINE_ARGS, {
+        "build": {"type": "str", "required": True, "choices": sorted(BUILDS)},
+        "settings": {"type": "dict", "required": True},
+        "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
+        "prune": {"type": "bool", "default": False},
+        "wait": {"type": "int", "default": 0},
+        "report": {"type": "str", "choices": ["changed", "all"], "default": "changed"},
+    })
+    module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
+    result, error = run_engine(module.params, auth_params(module.params), module.check_mode, module._diff,
+                               build=BUILDS[module.params["build"]])
+    if error:
+        module.fail_json(msg=error, **result)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()
