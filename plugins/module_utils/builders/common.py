@@ -78,7 +78,7 @@ def plain(value):
     if kind is str or kind is int or kind is float or kind is bool or value is None:
         return value
     if kind is dict:
-        return dict((k if type(k) is str else str(k), plain(v)) for k, v in value.items())
+        return dict((k if k.__class__ is str else str(k), plain(v)) for k, v in value.items())
     if kind is list:
         return [plain(v) for v in value]
     if isinstance(value, dict) or (hasattr(value, "items") and hasattr(value, "keys")):
