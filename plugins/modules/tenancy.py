@@ -94,6 +94,11 @@ pending:
   returned: with O(build=profiles_access) and O(state=present)
   type: list
   elements: str
+api_warnings:
+  description: Warnings the API server returned (deprecated APIs, unknown fields).
+  returned: when there were any
+  type: list
+  elements: str
 """
 
 from ansible.module_utils.basic import AnsibleModule
