@@ -5,7 +5,8 @@ plane; the operator's reaction latency and memory; run time across several clust
     python benchmarks/run.py --quick          # a CI-sized subset (make bench QUICK=1)
     python benchmarks/run.py --sizes 5 --methods kfocp-roles,limit --no-operator --no-clusters
 
-Prints a markdown table and the targets (measured value, MET or MISSED), writes
+Every control plane is warmed first (workload.warm: every kind listed once), as a cluster in use
+is. Prints a markdown table and the targets (measured value, MET or MISSED), writes
 benchmarks/results/bench-<time>.json and a log-log plot (PNG) of time versus N.
 """
 import argparse
@@ -90,6 +91,7 @@ def measure(method, n, workdir):
     plane = ControlPlane(Path(workdir) / ("%s-%d" % (method, n)))
     try:
         plane.up()
+        workload.warm(plane)
         if method == "kfocp-roles":
             row = roles.run([plane], n, workdir)
         elif method == "limit-roles":
@@ -123,6 +125,7 @@ def clusters(counts, n, workdir):
             try:
                 for plane in planes:
                     plane.up()
+                    workload.warm(plane)
                 row = roles.run(planes, n, Path(workdir) / ("clusters-%s-%d" % (mode, count)), mode)
             finally:
                 for plane in planes:

@@ -4,8 +4,9 @@ profiles from Users, group owners and contributors, quota overrides, idempotence
 Kubeflow's profile controller cannot be built here (its Go module is not served by the module
 proxy), so helpers.play_profile_controller writes what it would write between two runs."""
 import json
+import time
 
-from helpers import isolated_policies, play_profile_controller
+from helpers import in_background, isolated_policies, play_profile_controller
 
 PROFILE_API = ("kubeflow.org/v1", "Profile")
 
@@ -118,3 +119,35 @@ def test_bad_input_fails_before_any_change(playbook, kube, instance):
         assert result.rc != 0
         assert message in " ".join(result.stdout.split()), result.stdout
         assert instance not in profiles_of(kube)
+
+
+def test_namespace_wait_applies_access_once_the_controller_made_them_or_names_the_missing(playbook, kube, control_plane,
+                                                                                          instance):
+    early, late = instance + "-early", instance + "-late"
+    extra = dict(isolated_policies(instance), kfocp_instance=instance, profiles_namespace_wait=30,
+                 profiles_list=[{"name": early, "owner": {"user": "o@example.com"},
+                                 "contributors": [{"user": "c@example.com", "role": "edit"}]}])
+    access = "user-c-example-com-clusterrole-edit"
+
+    # the controller makes the namespace while the run waits: the access comes in the same run
+    def controller_after(seconds, names):
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and early not in profiles_of(kube):
+            time.sleep(0.2)
+        time.sleep(seconds)
+        play_profile_controller(control_plane, names, {"kfocp-test": instance})
+
+    in_background(controller_after, 3, [early])
+    waited = playbook("profiles", extra)
+    assert waited.rc == 0, waited.stdout[-3000:]
+    assert "Waiting for their namespaces" not in waited.stdout
+    assert access in named(kube, "rbac.authorization.k8s.io/v1", "RoleBinding", early)
+
+    # it never makes the other one: the run fails after the wait, naming it
+    missing = dict(extra, profiles_namespace_wait=4, profiles_list=extra["profiles_list"] + [
+        {"name": late, "owner": {"user": "o@example.com"}}])
+    failed = playbook("profiles", missing)
+    assert failed.rc != 0
+    assert "the profile controller has not created the namespaces of 1 profile(s) after 4s: %s" % late \
+        in " ".join(failed.stdout.split()), failed.stdout[-3000:]
+    assert late in profiles_of(kube)
