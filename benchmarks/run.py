@@ -120,7 +120,8 @@ def clusters(counts, n, workdir):
     ansible-playbook over an inventory of K hosts) and runners (one ansible-runner per cluster)."""
     rows = []
     for mode in ("forks", "runners"):
-        for count in counts if mode == "forks" else [c for c in counts if c > 1]:  # one runner = one run
+        # one runner per cluster at the largest count only, beside forks at the same count
+        for count in counts if mode == "forks" else [max(counts)]:
             planes = [ControlPlane(Path(workdir) / ("clusters-%s-%d-%d" % (mode, count, i))) for i in range(count)]
             try:
                 for plane in planes:

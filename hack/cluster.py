@@ -31,6 +31,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from cryptography import x509
@@ -326,11 +327,13 @@ class ControlPlane:
         """Install the CRDs the roles write to and seed the built-in SCCs and their ClusterRoles."""
         files = self.crd_files(mesh_flavour)
         if files:
-            args = []
-            for path in files:
-                args += ["-f", str(path)]
-            self.kubectl("apply", "--server-side", "--field-manager=cluster-bootstrap", *args)
-            self.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
+            # kubectl applies one object after the other: four of them at once take a third of the time
+            chunks = [files[start::4] for start in range(min(4, len(files)))]
+            with ThreadPoolExecutor(len(chunks)) as pool:
+                list(pool.map(lambda chunk: self.kubectl(
+                    "apply", "--server-side", "--field-manager=cluster-bootstrap",
+                    *[arg for path in chunk for arg in ("-f", str(path))]), chunks))
+            self._wait_established(timeout=60)
         seeds = sorted(SEED_DIR.glob("*.yaml"))
         if seeds:
             args = []
@@ -385,6 +388,20 @@ class ControlPlane:
             raise ClusterError(f"{method} {url}: {err.code} {err.read().decode(errors='replace')[:500]}") from None
 
     # -- internals
+    def _wait_established(self, timeout: float) -> None:
+        """Wait until every CRD is Established (`kubectl wait` takes three seconds even when they are)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            items = self.request("GET", f"{self.server}/apis/apiextensions.k8s.io/v1/customresourcedefinitions")["items"]
+            pending = [crd["metadata"]["name"] for crd in items if not any(
+                c.get("type") == "Established" and c.get("status") == "True"
+                for c in (crd.get("status") or {}).get("conditions") or [])]
+            if not pending:
+                return
+            if time.monotonic() > deadline:
+                raise ClusterError(f"CRDs not Established after {timeout:.0f}s: {', '.join(pending[:10])}")
+            time.sleep(0.1)
+
     def _certs(self) -> None:
         d = self.dir
         if (d / "ca.crt").exists():
