@@ -333,7 +333,7 @@ class ControlPlane:
                 list(pool.map(lambda chunk: self.kubectl(
                     "apply", "--server-side", "--field-manager=cluster-bootstrap",
                     *[arg for path in chunk for arg in ("-f", str(path))]), chunks))
-            self._wait_established(timeout=60)
+            self.wait_established()
         seeds = sorted(SEED_DIR.glob("*.yaml"))
         if seeds:
             args = []
@@ -388,14 +388,19 @@ class ControlPlane:
             raise ClusterError(f"{method} {url}: {err.code} {err.read().decode(errors='replace')[:500]}") from None
 
     # -- internals
-    def _wait_established(self, timeout: float) -> None:
-        """Wait until every CRD is Established (`kubectl wait` takes three seconds even when they are)."""
+    def wait_established(self, *names: str, timeout: float = 60) -> None:
+        """Wait until the named CRDs (every CRD when none is named) are Established.
+
+        `kubectl wait` takes three seconds even when they are, and fails outright on a CRD
+        whose status the API server has not written yet."""
         deadline = time.monotonic() + timeout
         while True:
             items = self.request("GET", f"{self.server}/apis/apiextensions.k8s.io/v1/customresourcedefinitions")["items"]
-            pending = [crd["metadata"]["name"] for crd in items if not any(
+            established = {crd["metadata"]["name"] for crd in items if any(
                 c.get("type") == "Established" and c.get("status") == "True"
-                for c in (crd.get("status") or {}).get("conditions") or [])]
+                for c in (crd.get("status") or {}).get("conditions") or [])}
+            wanted = set(names) or {crd["metadata"]["name"] for crd in items}
+            pending = sorted(wanted - established)
             if not pending:
                 return
             if time.monotonic() > deadline:

@@ -30,12 +30,7 @@ def install_api(plane, manager="kfocp-local", role_file=None, timeout=60):
     """The Kubeflow CRD (Established), the operator's namespace, service account, ClusterRole
     (`role_file` instead of config/rbac/role.yaml, if given) and binding."""
     plane.kubectl("apply", "--server-side", "--field-manager=%s" % manager, "-f", str(CRD))
-    deadline = time.monotonic() + timeout
-    while plane.kubectl("wait", "--for=condition=Established", "--timeout=5s", "crd/kubeflows.kfocp.io",
-                        check=False).returncode:
-        if time.monotonic() > deadline:
-            raise RuntimeError("the Kubeflow CRD is not Established after %ds" % timeout)
-        time.sleep(0.3)
+    plane.wait_established("kubeflows.kfocp.io", timeout=timeout)
     plane.kubectl("create", "namespace", NAMESPACE, check=False)
     files = [str(role_file) if name == "role.yaml" and role_file else str(RBAC / name) for name in RBAC_FILES]
     args = ["apply", "--server-side", "--force-conflicts", "--field-manager=%s" % manager]

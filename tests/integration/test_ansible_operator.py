@@ -54,7 +54,7 @@ def ansible_operator():
 @pytest.fixture(scope="module")
 def kubeflow_crd(control_plane, kube):
     control_plane.kubectl("apply", "--server-side", "--field-manager=kfocp-test", "--force-conflicts", "-f", str(CRD))
-    control_plane.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/kubeflows.kfocp.io")
+    control_plane.wait_established("kubeflows.kfocp.io")
     kube.forget()
 
 

@@ -70,7 +70,7 @@ def test_alm_examples_are_valid_kubeflow_resources(control_plane, kubectl):
     csv = yaml.safe_load(CSV.read_text())
     control_plane.kubectl("apply", "--server-side", "--field-manager=kfocp-test", "--force-conflicts",
                           "-f", str(BUNDLE / "manifests" / "kubeflows.kfocp.io.yaml"))
-    control_plane.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/kubeflows.kfocp.io")
+    control_plane.wait_established("kubeflows.kfocp.io")
     for example in json.loads(csv["metadata"]["annotations"]["alm-examples"]):
         example["metadata"]["namespace"] = "default"
         out = control_plane.kubectl("apply", "--server-side", "--dry-run=server", "-f", "-", input=json.dumps(example))

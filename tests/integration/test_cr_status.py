@@ -14,7 +14,7 @@ CRD = ROOT / "operator" / "config" / "crd" / "bases" / "kfocp.io_kubeflows.yaml"
 @pytest.fixture(scope="module")
 def kubeflow_crd(control_plane):
     control_plane.kubectl("apply", "--server-side", "--field-manager=kfocp-test", "--force-conflicts", "-f", str(CRD))
-    control_plane.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/kubeflows.kfocp.io")
+    control_plane.wait_established("kubeflows.kfocp.io")
     return CRD
 
 

@@ -190,7 +190,7 @@ def test_a_long_lived_client_finds_a_kind_installed_after_its_discovery(kube, co
                     "versions": [{"name": "v1", "served": True, "storage": True,
                                   "schema": {"openAPIV3Schema": {"type": "object"}}}]}}
     control_plane.kubectl("apply", "--server-side", "--field-manager=kfocp-test", "-f", "-", input=json.dumps(crd))
-    control_plane.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/gadgets." + group)
+    control_plane.wait_established("gadgets." + group)
     try:
         # within the grace period after a discovery, a miss is a miss: no request storm on typos
         monkeypatch.setattr(client_module, "REDISCOVER_AFTER", 3600)

@@ -80,7 +80,7 @@ def test_the_api_server_accepts_config_default_and_the_samples(control_plane, ku
     # the CRD and the namespace for real (other objects need them), everything else as a dry run
     first = [d for d in rendered if d["kind"] in ("CustomResourceDefinition", "Namespace")]
     apply(first, dry_run=False)
-    control_plane.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/kubeflows.kfocp.io")
+    control_plane.wait_established("kubeflows.kfocp.io")
     rest = [d for d in rendered if d not in first]
     out = apply(rest, dry_run=True).stdout
     for doc in rest:

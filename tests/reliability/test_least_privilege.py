@@ -207,7 +207,7 @@ def world(tmp_path_factory):
         ensure_namespace(kube, "openshift-operators")
         for path in PREREQUISITES:
             plane.kubectl("apply", "--server-side", "--field-manager=cluster-admin", "-k", str(FIXTURE / path))
-        plane.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
+        plane.wait_established()
         launch.install_api(plane, manager="kfocp-test")
         kube.forget()
         kubeconfig = launch.account_kubeconfig(plane, workdir / "sa.kubeconfig")
