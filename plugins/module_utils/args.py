@@ -30,6 +30,13 @@ ENGINE_ARGS = {
     "wait_timeout": {"type": "int", "default": 120},
 }
 
+# What the modules that apply a set of objects (apply, tenancy) also take; each documents them.
+SET_ARGS = {
+    "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
+    "prune": {"type": "bool", "default": False},
+    "report": {"type": "str", "choices": ["changed", "all"], "default": "changed"},
+}
+
 
 def argspec(*specs):
     merged = {}

@@ -118,17 +118,14 @@ api_warnings:
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.args import (
-    AUTH_ARGS, ENGINE_ARGS, argspec, auth_params)
+    AUTH_ARGS, ENGINE_ARGS, SET_ARGS, argspec, auth_params)
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.runner import redacted_forms, run_engine
 
 
 def main():
-    spec = argspec(AUTH_ARGS, ENGINE_ARGS, {
+    spec = argspec(AUTH_ARGS, ENGINE_ARGS, SET_ARGS, {
         "definitions": {"type": "list", "elements": "dict", "default": []},
-        "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
-        "prune": {"type": "bool", "default": False},
         "wait": {"type": "bool", "default": False},
-        "report": {"type": "str", "choices": ["changed", "all"], "default": "changed"},
         "redact": {"type": "list", "elements": "str", "default": [], "no_log": True},
     })
     module = AnsibleModule(argument_spec=spec, supports_check_mode=True)

@@ -103,19 +103,16 @@ api_warnings:
 
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.args import (
-    AUTH_ARGS, ENGINE_ARGS, argspec, auth_params)
+    AUTH_ARGS, ENGINE_ARGS, SET_ARGS, argspec, auth_params)
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.runner import run_engine
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.tenancy import BUILDS
 
 
 def main():
-    spec = argspec(AUTH_ARGS, ENGINE_ARGS, {
+    spec = argspec(AUTH_ARGS, ENGINE_ARGS, SET_ARGS, {
         "build": {"type": "str", "required": True, "choices": sorted(BUILDS)},
         "settings": {"type": "dict", "required": True},
-        "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
-        "prune": {"type": "bool", "default": False},
         "wait": {"type": "int", "default": 0},
-        "report": {"type": "str", "choices": ["changed", "all"], "default": "changed"},
     })
     module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
     result, error = run_engine(module.params, auth_params(module.params), module.check_mode, module._diff,
