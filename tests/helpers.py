@@ -25,6 +25,12 @@ class PlaybookResult:
         return sum((self.stats.get("changed") or {}).values())
 
     @property
+    def changed_tasks(self):
+        """The names of the tasks that reported a change."""
+        return [(event.get("event_data") or {}).get("task") for event in self.events
+                if event.get("event") == "runner_on_ok" and ((event.get("event_data") or {}).get("res") or {}).get("changed")]
+
+    @property
     def failed(self):
         return self.rc != 0
 

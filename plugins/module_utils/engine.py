@@ -44,11 +44,12 @@ class ApplyError(Exception):
 
 class Item:
     __slots__ = ("index", "ref", "obj", "mode", "shared", "set", "phase", "res", "live", "exists", "action", "diff",
-                 "force")
+                 "force", "manager")
 
-    def __init__(self, index, obj, mode, set_name=None, force=False):
+    def __init__(self, index, obj, mode, set_name=None, force=False, manager=o.MANAGER):
         self.index = index
         self.set = set_name
+        self.manager = manager  # the field manager that applies it
         self.force = force
         self.obj = obj
         self.ref = o.ref(obj)
@@ -188,7 +189,13 @@ class Engine:
         for index, obj in enumerate(definitions):
             prepared, mode = o.prepare(obj, self.instance, self.set)
             set_name = ((obj.get("metadata") or {}).get("annotations") or {}).get(o.SET_OVERRIDE) or self.set
-            items.append(Item(index, prepared, mode, set_name or self.instance, o.forced(obj)))
+            set_name = set_name or self.instance
+            declared_by = o.co_declaring_set(obj, self.set)
+            if mode == o.SHARED:
+                manager = o.patch_manager(self.field_manager, set_name)
+            else:
+                manager = o.patch_manager(self.field_manager, declared_by) if declared_by else self.field_manager
+            items.append(Item(index, prepared, mode, set_name, o.forced(obj), manager))
         self._check_kinds(items)
         return items
 
@@ -326,8 +333,8 @@ class Engine:
         if item.live is not None and o.up_to_date(item.live, item.obj):
             return UNCHANGED, None
         try:
-            manager = o.patch_manager(self.field_manager, item.set) if item.shared else self.field_manager
-            after = self.client.apply(item.res, item.obj, manager, force=self.force or item.force, dry_run=self.check)
+            after = self.client.apply(item.res, item.obj, item.manager, force=self.force or item.force,
+                                      dry_run=self.check)
         except KubeError as err:
             if self.check and err.status == 404 and not item.exists:
                 return CREATED, "would be created once its namespace exists"

@@ -158,6 +158,7 @@ def prepare(obj, instance, set_name):
     annotations.pop(OWNERSHIP, None)
     annotations.pop(FORCE, None)
     shared = mode == SHARED
+    declared_by = co_declaring_set(obj, set_name)
     set_name = annotations.pop(SET_OVERRIDE, None) or set_name
     labels = dict(meta.get("labels") or {})
     if shared:
@@ -172,8 +173,21 @@ def prepare(obj, instance, set_name):
     for key in [k for k in annotations if k.startswith(HASH)]:
         annotations.pop(key)
     meta["annotations"] = annotations
-    annotations[hash_key(set_name or instance) if shared else HASH] = config_hash(obj)
+    if shared:
+        key = hash_key(set_name or instance)
+    else:
+        key = hash_key(declared_by) if declared_by else HASH
+    annotations[key] = config_hash(obj)
     return obj, mode
+
+
+def co_declaring_set(obj, set_name):
+    """The set applying `obj` when the object belongs to another set (SET_OVERRIDE): a platform
+    Namespace that several roles declare, each with labels of its own. Each declaring set applies
+    it with a field manager and a digest of its own (patch_manager, hash_key), so that one role's
+    apply never drops the labels another one set. None otherwise."""
+    override = ((obj.get("metadata") or {}).get("annotations") or {}).get(SET_OVERRIDE)
+    return set_name if set_name and override and override != set_name else None
 
 
 def forced(obj):

@@ -5,6 +5,7 @@ import json
 import pytest
 
 from ansible_collections.kfocp.kubeflow.plugins.module_utils import objects as o
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.common import namespace
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import Client
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.engine import ApplyError, Engine
 
@@ -297,6 +298,26 @@ def test_sets_that_patch_one_object_keep_each_others_fields(kube, instance):
     labels = get(kube, "v1", "Namespace", instance)["metadata"]["labels"]
     assert labels["from-b"] == labels["from-c"] == "yes"
     assert labels[o.MANAGED_BY] == "kfocp" and labels[o.INSTANCE] == instance and labels[o.SET] == "a"
+    engine(kube, instance).delete_all(wait=True)
+    assert get(kube, "v1", "Namespace", instance) is None
+
+
+def test_sets_that_declare_one_platform_namespace_keep_each_others_labels(kube, instance):
+    """A platform Namespace that several roles declare (the 'namespaces' set), each with labels of
+    its own: every role's run leaves the others' labels, and a second round changes nothing."""
+    declared = {"scc": {}, "mesh": {"member": "yes"}, "components": {"istio-injection": "enabled"}}
+    for _ in range(2):
+        results = [engine(kube, instance, set_name=set_name).apply([namespace(instance, labels)])
+                   for set_name, labels in declared.items()]
+    assert [r.changed for r in results] == [False, False, False]
+    labels = get(kube, "v1", "Namespace", instance)["metadata"]["labels"]
+    assert labels["member"] == "yes" and labels["istio-injection"] == "enabled"
+    assert labels[o.SET] == o.NAMESPACES_SET and labels[o.INSTANCE] == instance
+
+    # a role that stops setting a label removes it; the others' stay
+    assert engine(kube, instance, set_name="components").apply([namespace(instance)]).changed
+    labels = get(kube, "v1", "Namespace", instance)["metadata"]["labels"]
+    assert "istio-injection" not in labels and labels["member"] == "yes"
     engine(kube, instance).delete_all(wait=True)
     assert get(kube, "v1", "Namespace", instance) is None
 

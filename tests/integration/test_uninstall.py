@@ -6,9 +6,10 @@ and every object that existed before is unchanged. Look-alike objects that kfocp
 (a namespace named like a profile, a ClusterRole named like kfocp's, a system namespace someone
 else made) are seeded first and must survive untouched.
 
-site.yml runs as it is, every role switched on, with what the installer and the operators would
-provide: a worker MachineSet to clone, and OLM and the mesh operator played in the background
-for every Subscription and mesh control plane the roles create.
+site.yml runs as it is, every role switched on, twice (the second run must change nothing),
+with what the installer and the operators would provide: a worker MachineSet to clone, and OLM
+and the mesh operator played in the background for every Subscription and mesh control plane
+the roles create.
 """
 import copy
 import time
@@ -88,7 +89,10 @@ def test_site_then_uninstall_leaves_the_api_as_it_was(own_plane, instance, tmp_p
     before = dump(kube)
     with PlayOperators(kube) as operators:
         installed = playbook("site", every_role_on(instance))
-    assert installed.rc == 0, installed.stdout[-5000:]
+        assert installed.rc == 0, installed.stdout[-5000:]
+        again = playbook("site", every_role_on(instance))
+    assert again.rc == 0, again.stdout[-5000:]
+    assert again.changed == 0, "a second run of site.yml changed: %s" % again.changed_tasks
     during = dump(kube)
     made = [key for key, obj in during.items() if kfocp_marked(obj, instance)]
     assert len(made) >= 10, made  # the install did real work

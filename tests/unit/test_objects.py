@@ -60,6 +60,19 @@ def test_prepare_shared_and_set_override_markers_are_not_sent():
     assert set(prepared["metadata"]["annotations"]) == {o.hash_key("x")}
 
 
+def test_an_object_of_another_set_gets_the_declaring_sets_digest():
+    obj = {"apiVersion": "v1", "kind": "Namespace",
+           "metadata": {"name": "kubeflow", "annotations": {o.OWNERSHIP: o.ENSURE, o.SET_OVERRIDE: o.NAMESPACES_SET}}}
+    assert o.co_declaring_set(obj, "scc") == "scc"
+    assert o.co_declaring_set(obj, o.NAMESPACES_SET) is None and o.co_declaring_set(obj, None) is None
+    prepared, mode = o.prepare(obj, "prod", "scc")
+    assert mode == o.ENSURE and prepared["metadata"]["labels"][o.SET] == o.NAMESPACES_SET
+    assert set(prepared["metadata"]["annotations"]) == {o.hash_key("scc")}
+    plain = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kubeflow"}}
+    assert o.co_declaring_set(plain, "scc") is None
+    assert set(o.prepare(plain, "prod", "scc")[0]["metadata"]["annotations"]) == {o.HASH}
+
+
 def test_unknown_ownership_mode_is_refused():
     obj = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "a", "annotations": {o.OWNERSHIP: "mine"}}}
     with pytest.raises(o.DefinitionError, match="kfocp.io/ownership must be"):
