@@ -306,7 +306,7 @@ def test_sets_that_declare_one_platform_namespace_keep_each_others_labels(kube, 
     """A platform Namespace that several roles declare (the 'namespaces' set), each with labels of
     its own: every role's run leaves the others' labels, and a second round changes nothing."""
     declared = {"scc": {}, "mesh": {"member": "yes"}, "components": {"istio-injection": "enabled"}}
-    for _ in range(2):
+    for unused_round in range(2):
         results = [engine(kube, instance, set_name=set_name).apply([namespace(instance, labels)])
                    for set_name, labels in declared.items()]
     assert [r.changed for r in results] == [False, False, False]
