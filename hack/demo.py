@@ -4,6 +4,7 @@ The control plane is started by `make up` (hack/cluster.py) and stays up; `make 
 """
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -25,7 +26,15 @@ def ansible_playbook(playbook, *args):
     cmd = [str(BIN / "ansible-playbook"), "-i", str(ROOT / "inventories" / "local" / "hosts.yml"),
            str(ROOT / "playbooks" / playbook), *args]
     print("+ " + " ".join(cmd[0:1] + cmd[3:]), flush=True)
-    subprocess.run(cmd, env=env, check=True, cwd=ROOT)
+    changed = 0
+    with subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=subprocess.PIPE, text=True) as proc:
+        for line in proc.stdout:
+            print(line, end="", flush=True)
+            found = re.search(r"\bchanged=(\d+)", line)
+            changed += int(found.group(1)) if found else 0
+    if proc.returncode:
+        sys.exit("%s failed (exit code %d)" % (playbook, proc.returncode))
+    return changed
 
 
 def users_log_in():
@@ -84,7 +93,8 @@ def main():
     print("\nThe profile namespaces exist: their policies follow.")
     ansible_playbook("site.yml", *PROFILES)
     print("\nA further run changes nothing:")
-    ansible_playbook("site.yml", *PROFILES)
+    if ansible_playbook("site.yml", *PROFILES):
+        sys.exit("the further run of site.yml reported changes: it should report none")
     show_profiles()
     rows = owned_objects()
     print("\nWhat kfocp created (%d objects):" % len(rows))
