@@ -1,4 +1,5 @@
-"""Day 2 playbooks: status.yml reports drift and changes nothing; upgrade.yml updates in place."""
+"""Day 2 playbooks: status.yml reports drift and changes nothing; upgrade.yml updates in place;
+verify.yml refuses an API server that is not OpenShift."""
 import json
 
 from helpers import only_roles
@@ -87,3 +88,12 @@ def test_upgrade_updates_in_place_and_leaves_nothing_orphaned(playbook, kube, in
     owned = [b["metadata"]["name"] for b in kube.list(kube.resource(*RB), label_selector="kfocp.io/instance=" + instance)]
     assert sorted(owned) == ["kfocp-scc-anyuid-a", "kfocp-scc-anyuid-new"]
     assert playbook("uninstall", {"kfocp_instance": instance}).rc == 0
+
+
+def test_verify_stops_at_once_on_an_api_server_that_is_not_openshift(playbook):
+    """verify.yml checks what only OpenShift shows; here it must refuse clearly, before reading
+    anything else."""
+    result = playbook("verify")
+    assert result.rc != 0
+    assert "this API server is not OpenShift" in result.stdout and "ClusterVersion" in result.stdout
+    assert "Read the Kubeflow pods" not in result.stdout
