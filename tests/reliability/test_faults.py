@@ -6,7 +6,9 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
+import zlib
 from pathlib import Path
 
 import pytest
@@ -33,12 +35,20 @@ def configmaps(namespace, count):
 
 
 def test_429_and_5xx_are_retried_with_backoff_and_create_no_duplicates(control_plane, kube, instance, tmp_path):
-    def policy(method, path, n):
-        if method == "PATCH" and n % 4 == 0:
+    # Faults chosen by the request's path and its attempt, so that every object meets them and none
+    # meets more than two in a row: within the client's retries whatever the order of the requests.
+    attempts, lock = {}, threading.Lock()
+
+    def policy(method, path, unused_n):
+        path = path.split("?")[0]
+        with lock:
+            attempt = attempts[method, path] = attempts.get((method, path), 0) + 1
+        which = zlib.crc32(path.encode()) % 6
+        if method == "PATCH" and attempt == 1 and which in (0, 1):
             return 429, {"Retry-After": "1"}
-        if method == "PATCH" and n % 7 == 0:
+        if method == "PATCH" and attempt <= 2 and which in (2, 3) or method == "PATCH" and attempt == 2 and which == 0:
             return 503, None
-        if method == "GET" and n % 5 == 0:
+        if method == "GET" and attempt == 1 and which == 4:
             return 500, None  # e.g. "etcdserver: request timed out"
         return None
 
