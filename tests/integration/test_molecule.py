@@ -1,4 +1,4 @@
-"""Every molecule scenario, run against this session's control plane."""
+"""Every molecule scenario, run against the control plane of the test run."""
 import os
 import subprocess
 import sys
