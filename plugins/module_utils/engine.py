@@ -189,13 +189,9 @@ class Engine:
         for index, obj in enumerate(definitions):
             prepared, mode = o.prepare(obj, self.instance, self.set)
             set_name = ((obj.get("metadata") or {}).get("annotations") or {}).get(o.SET_OVERRIDE) or self.set
-            set_name = set_name or self.instance
-            declared_by = o.co_declaring_set(obj, self.set)
-            if mode == o.SHARED:
-                manager = o.patch_manager(self.field_manager, set_name)
-            else:
-                manager = o.patch_manager(self.field_manager, declared_by) if declared_by else self.field_manager
-            items.append(Item(index, prepared, mode, set_name, o.forced(obj), manager))
+            applier = o.applying_set(obj, mode, self.set, self.instance)
+            manager = o.patch_manager(self.field_manager, applier) if applier else self.field_manager
+            items.append(Item(index, prepared, mode, set_name or self.instance, o.forced(obj), manager))
         self._check_kinds(items)
         return items
 

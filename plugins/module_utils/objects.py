@@ -158,7 +158,7 @@ def prepare(obj, instance, set_name):
     annotations.pop(OWNERSHIP, None)
     annotations.pop(FORCE, None)
     shared = mode == SHARED
-    declared_by = co_declaring_set(obj, set_name)
+    applier = applying_set(obj, mode, set_name, instance)
     set_name = annotations.pop(SET_OVERRIDE, None) or set_name
     labels = dict(meta.get("labels") or {})
     if shared:
@@ -173,12 +173,17 @@ def prepare(obj, instance, set_name):
     for key in [k for k in annotations if k.startswith(HASH)]:
         annotations.pop(key)
     meta["annotations"] = annotations
-    if shared:
-        key = hash_key(set_name or instance)
-    else:
-        key = hash_key(declared_by) if declared_by else HASH
-    annotations[key] = config_hash(obj)
+    annotations[hash_key(applier) if applier else HASH] = config_hash(obj)
     return obj, mode
+
+
+def applying_set(obj, mode, set_name, instance):
+    """The set whose own field manager (patch_manager) and digest (hash_key) apply `obj`: the set
+    of a shared object's patch, or the co-declaring set of a platform Namespace. None when kfocp's
+    own manager and digest apply it."""
+    if mode == SHARED:
+        return ((obj.get("metadata") or {}).get("annotations") or {}).get(SET_OVERRIDE) or set_name or instance
+    return co_declaring_set(obj, set_name)
 
 
 def co_declaring_set(obj, set_name):
