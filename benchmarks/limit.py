@@ -1,17 +1,27 @@
-"""The physical reference: a minimal client that server-side applies a list of objects as fast
-as the API server allows (one discovery, then concurrent PATCHes, namespaces first).
+"""The physical reference: minimal clients that server-side apply a list of objects as fast as the
+API server allows (one discovery, then concurrent PATCHes, namespaces first).
 
-It does none of what makes kfocp safe (ownership checks, labels, exact changed, prune); it only
-measures what the API server can take.
+Two of them: `apply_all`, in Python (urllib3, 32 threads), and `go_apply_all`, the Go client of
+benchmarks/limit (client-go, no client rate limit, HTTP/2, protobuf responses, 64 concurrent
+requests, CRDs waited for with a watch), which is what the API server itself can take. The Go
+binary is built like the control plane's (hack/cluster.py go_build), cached under
+~/.cache/kfocp/bin/limit-<client-go version>-<source hash>.
 
-    python benchmarks/limit.py KUBECONFIG OBJECTS.json [--workers 32]
+They do none of what makes kfocp safe (ownership checks, labels, exact changed, prune); they only
+measure what the API server can take.
+
+    python benchmarks/limit.py KUBECONFIG OBJECTS.json [--workers 32] [--go]
 """
 import argparse
+import hashlib
 import json
 import ssl
+import subprocess
 import sys
+import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import urllib3
 import yaml
@@ -82,16 +92,48 @@ def apply_all(kubeconfig, objs, workers=32):
         list(executor.map(send, rest))
 
 
+GO_DIR = Path(__file__).resolve().parent / "limit"
+
+
+def go_binary():
+    """The Go limit client, built once per client-go version and source (hack/cluster.py go_build)."""
+    sys.path.insert(0, str(GO_DIR.parents[1] / "hack"))
+    import cluster
+    version = cluster.module_version(GO_DIR / "go.mod", "k8s.io/client-go")
+    digest = hashlib.sha256()
+    for name in ("go.mod", "go.sum", "main.go"):
+        digest.update((GO_DIR / name).read_bytes())
+    dest = cluster.cache_root() / ("limit-%s-%s" % (version, digest.hexdigest()[:12]))
+    return cluster.go_build(GO_DIR, {"limit": "."}, dest) / "limit"
+
+
+def go_apply_all(kubeconfig, objs, workers=64):
+    """Apply `objs` with the Go limit client; return its timings ({"total_s", "crds_s", ...})."""
+    binary = go_binary()
+    with tempfile.NamedTemporaryFile("w", suffix=".json", prefix="limit-") as handle:
+        json.dump({"objects": objs}, handle)
+        handle.flush()
+        proc = subprocess.run([str(binary), "-kubeconfig", str(kubeconfig), "-objects", handle.name,
+                               "-workers", str(workers)], capture_output=True, text=True, check=False)
+    if proc.returncode:
+        raise RuntimeError("Go limit client failed: %s" % (proc.stderr or proc.stdout)[-3000:])
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("kubeconfig")
     parser.add_argument("objects")
-    parser.add_argument("--workers", type=int, default=32)
+    parser.add_argument("--workers", type=int)
+    parser.add_argument("--go", action="store_true", help="the Go client of benchmarks/limit")
     args = parser.parse_args()
     with open(args.objects) as handle:
         objs = json.load(handle)["objects"]
     started = time.monotonic()
-    apply_all(args.kubeconfig, objs, args.workers)
+    if args.go:
+        print(json.dumps(go_apply_all(args.kubeconfig, objs, args.workers or 64)))
+    else:
+        apply_all(args.kubeconfig, objs, args.workers or 32)
     print("%.3f" % (time.monotonic() - started))
 
 

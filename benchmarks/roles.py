@@ -146,30 +146,31 @@ def _settings(n):
     return role_settings(ROOT, "profiles", variables, INSTANCE), policy_settings(ROOT, variables, INSTANCE)
 
 
-def limit_run(plane, n):
-    """Case 5b: the limit client writes the objects the roles write (Profiles; the profile
+def limit_run(plane, n, apply=None):
+    """Case 5b (5d with `apply=limit.go_apply_all`, the Go client): the limit client writes the objects the roles write (Profiles; the profile
     controller's part, not timed; contributor access and policies), labelled as kfocp labels them.
     The no-op re-run applies them all again: the limit does not compare."""
     from ansible_collections.kfocp.kubeflow.plugins.module_utils import objects as o, tenancy
     from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import Client
     client = Client.from_params({"kubeconfig": str(plane.kubeconfig)})
     profile_settings, policy_settings = _settings(n)
+    apply = apply or limit.apply_all
 
     def prepared(objs, set_name):
         return [o.prepare(obj, INSTANCE, set_name)[0] for obj in objs]
 
     first = prepared(tenancy.build_profiles(client, profile_settings)[0], "profiles")
     started = time.monotonic()
-    limit.apply_all(str(plane.kubeconfig), first)
+    apply(str(plane.kubeconfig), first)
     profiles_s = time.monotonic() - started
     play_profile_controller(plane)
     second = prepared(tenancy.build_profiles_access(client, profile_settings)[0], "profiles-access") + \
         prepared(tenancy.build_namespace_policies(client, policy_settings)[0], "namespace-policies")
     started = time.monotonic()
-    limit.apply_all(str(plane.kubeconfig), second)
+    apply(str(plane.kubeconfig), second)
     policies_s = time.monotonic() - started
     started = time.monotonic()
-    limit.apply_all(str(plane.kubeconfig), first + second)
+    apply(str(plane.kubeconfig), first + second)
     noop_s = time.monotonic() - started
     return {"profiles_s": round(profiles_s, 2), "policies_s": round(policies_s, 2),
             "converge_s": round(profiles_s + policies_s, 2), "noop_s": round(noop_s, 2),
