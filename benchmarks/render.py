@@ -35,6 +35,7 @@ for _path in (ROOT / "benchmarks", ROOT / "hack", ROOT / "tests", ROOT / ".cache
 
 from cluster import ControlPlane  # noqa: E402
 import limit  # noqa: E402
+import timing  # noqa: E402
 from helpers import ansible_env  # noqa: E402
 
 CRDS = 70
@@ -231,12 +232,15 @@ def by_role(plane, tree_root, component, workdir):
     cmd = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", "localhost,", "-c", "local",
            "-e", "ansible_python_interpreter=%s" % sys.executable, "-e", "@%s" % extra_file,
            str(ROOT / "playbooks" / "components.yml")]
+    timing_file = Path(workdir) / "render-timing.json"
+    env = ansible_env(None, timing.env(timing_file))
     started = time.monotonic()
-    proc = subprocess.run(cmd, env=ansible_env(), capture_output=True, text=True, check=False, cwd=ROOT)
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False, cwd=ROOT)
     total = time.monotonic() - started
     if proc.returncode:
-        raise RuntimeError("components.yml failed:\n" + (proc.stdout + proc.stderr)[-3000:])
-    return {"total_s": round(total, 2)}
+        msg = [line.strip() for line in proc.stdout.splitlines() if "msg" in line or "Supported parameters" in line]
+        raise RuntimeError("components.yml failed: %s\n%s" % (" ".join(msg[-3:]), (proc.stdout + proc.stderr)[-3000:]))
+    return {"total_s": round(total, 2), "breakdown": timing.read(timing_file, total)}
 
 
 def count_present(plane, objs):
@@ -286,7 +290,7 @@ def table(rows):
            % (rows[0]["objects"], CRDS), "|---|---:|---:|---:|---:|"]
     for r in rows:
         if "error" in r:
-            out.append("| %s | failed: %s | | | |" % (LABELS[r["method"]], r["error"].splitlines()[-1][:120]))
+            out.append("| %s | failed: %s | | | |" % (LABELS[r["method"]], r["error"].splitlines()[0][:200]))
             continue
         rest = sum(r.get(k, 0) for k in ("namespaces_s", "rest_s", "webhooks_s"))
         out.append("| %s | %.2f | %s | %s | %s |" % (
@@ -307,6 +311,10 @@ def main(argv=None):
     with tempfile.TemporaryDirectory(prefix="kfocp-render-") as workdir:
         rows = run(workdir, args.methods.split(","), args.component)
     print("\n" + table(rows))
+    for row in rows:
+        if row.get("breakdown"):
+            print("\nwhere the role's %.1f s go:" % row["total_s"])
+            print("\n".join(timing.lines(row["breakdown"])))
     return 0
 
 

@@ -36,6 +36,7 @@ for _path in (ROOT / "benchmarks", ROOT / "hack", ROOT / "tests", ROOT / "operat
         sys.path.append(str(_path))
 
 import limit  # noqa: E402
+import timing  # noqa: E402
 import yaml  # noqa: E402
 from helpers import ansible_env, labelled_objects, play_profile_controller  # noqa: E402
 
@@ -122,11 +123,14 @@ def run(planes, n, workdir, mode="forks"):
         list(pool.map(play_profile_controller, planes))
     controller_s = time.monotonic() - started
     policies_s = converge()[0]
+    timing_file = workdir / ("noop-timing-%s-%d.json" % (mode, len(planes)))
+    env.update(timing.env(timing_file))
     noop_s, noop_changed = converge()
     objects = sum(len(_made(plane)) for plane in planes)
     return {"profiles_s": round(profiles_s, 2), "controller_s": round(controller_s, 2),
             "policies_s": round(policies_s, 2), "converge_s": round(profiles_s + policies_s, 2),
             "noop_s": round(noop_s, 2), "noop_changed": noop_changed, "objects": objects,
+            "noop_breakdown": timing.read(timing_file, noop_s),
             "load1": round(os.getloadavg()[0], 2)}
 
 
