@@ -60,7 +60,9 @@ sanity: venv
 
 # The benchmark (README, "Benchmarks"): about 20 minutes on 2 cores; QUICK=1 for a CI-sized subset.
 # BENCH_ARGS passes options to benchmarks/run.py (--sizes, --methods, --no-operator, ...).
+# The Go limit client (benchmarks/limit) is built first, with the module proxy, into ~/.cache/kfocp.
 bench: venv build
+	$(BIN)/python benchmarks/limit.py --build
 	$(BIN)/python benchmarks/run.py $(if $(QUICK),--quick,) $(BENCH_ARGS)
 
 # The reliability suite at full size (make test runs it with a reduced N).

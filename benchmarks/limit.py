@@ -11,6 +11,7 @@ They do none of what makes kfocp safe (ownership checks, labels, exact changed, 
 measure what the API server can take.
 
     python benchmarks/limit.py KUBECONFIG OBJECTS.json [--workers 32] [--go]
+    python benchmarks/limit.py --build        # build the Go client into the cache (make bench does)
 """
 import argparse
 import hashlib
@@ -122,11 +123,18 @@ def go_apply_all(kubeconfig, objs, workers=64):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("kubeconfig")
-    parser.add_argument("objects")
+    parser.add_argument("kubeconfig", nargs="?")
+    parser.add_argument("objects", nargs="?")
     parser.add_argument("--workers", type=int)
     parser.add_argument("--go", action="store_true", help="the Go client of benchmarks/limit")
+    parser.add_argument("--build", action="store_true", help="only build the Go client (or find it cached); print its path")
     args = parser.parse_args()
+    if args.build:
+        started = time.monotonic()
+        print("%s (%.1f s)" % (go_binary(), time.monotonic() - started))
+        return 0
+    if not (args.kubeconfig and args.objects):
+        parser.error("KUBECONFIG and OBJECTS are required")
     with open(args.objects) as handle:
         objs = json.load(handle)["objects"]
     started = time.monotonic()
