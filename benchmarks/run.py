@@ -250,8 +250,9 @@ def targets(rows, operator=None, render_rows=None):
         add("render case: components role >= 3x faster than kubectl", "%.2fx (role %.1f s, kubectl %.1f s%s)" % (
             speedup, by_render["role"]["total_s"], by_render["kubectl"]["total_s"],
             "; Go limit %.1f s, of which %.1f s waiting for CRDs to be Established: kubectl/Go limit %.1fx"
-            % (go["total_s"], go["established_s"], by_render["kubectl"]["total_s"] / go["total_s"]) if go else ""),
-            speedup >= 3)
+            % (go["total_s"], go["established_s"], by_render["kubectl"]["total_s"] / go["total_s"]) if go else "")
+            + ("; the API server bounds it: even the Go limit is less than 3x faster than kubectl"
+               if go and by_render["kubectl"]["total_s"] / go["total_s"] < 3 else ""), speedup >= 3)
     else:
         failed = [r for r in render_rows or [] if "error" in r]
         add("render case: components role >= 3x faster than kubectl",
