@@ -54,7 +54,8 @@ def test_envoy_filter_on_the_gateway_in_gateway_context(flavour, api):
     ef = build(flavour)["EnvoyFilter"]
     assert ef["apiVersion"] == api == mesh.istio_api_versions(flavour)["EnvoyFilter"]
     assert ef["metadata"]["namespace"] == "kubeflow-mesh"
-    assert ef["spec"]["workloadSelector"]["labels"] == {"istio": "kubeflow-ingressgateway"}
+    assert ef["spec"]["workloadSelector"]["labels"] == {"istio": "ingressgateway",
+                                                        "kfocp.io/gateway": "kubeflow-ingressgateway"}
     patch = ef["spec"]["configPatches"][0]
     assert patch["match"]["context"] == "GATEWAY" and patch["applyTo"] == "HTTP_FILTER"
     assert patch["patch"]["value"]["typed_config"]["inlineCode"] == LUA
