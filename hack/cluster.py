@@ -57,12 +57,13 @@ CONTROLLERS = ",".join([
 ])
 
 # With workloads on, the controllers that turn Deployments, StatefulSets, DaemonSets and Jobs into
-# Pods, and Services into EndpointSlices.
+# Pods, and Services into EndpointSlices; and node lifecycle, which lifts the not-ready taint the
+# API server puts on a new node once kwok reports it Ready.
 WORKLOAD_CONTROLLERS = ",".join([
     "deployment-controller", "replicaset-controller", "statefulset-controller", "daemonset-controller",
     "job-controller", "cronjob-controller", "endpoints-controller", "endpointslice-controller",
     "endpointslice-mirroring-controller", "disruption-controller", "pod-garbage-collector-controller",
-    "ttl-after-finished-controller",
+    "ttl-after-finished-controller", "node-lifecycle-controller",
 ])
 # kwok manages the nodes that carry this annotation: it plays their kubelets.
 KWOK_NODE_ANNOTATION = ("kwok.x-k8s.io/node", "fake")
@@ -415,8 +416,10 @@ class ControlPlane:
         deadline = time.monotonic() + timeout
         while True:
             items = self.request("GET", f"{self.server}/api/v1/nodes")["items"]
+            # Ready, and the not-ready taint the API server put on the new node lifted by node lifecycle
             ready = {n["metadata"]["name"] for n in items if any(
-                c.get("type") == "Ready" and c.get("status") == "True" for c in n.get("status", {}).get("conditions") or [])}
+                c.get("type") == "Ready" and c.get("status") == "True" for c in n.get("status", {}).get("conditions") or [])
+                and not any(t.get("key") == "node.kubernetes.io/not-ready" for t in n["spec"].get("taints") or [])}
             pending = sorted(set(names) - ready)
             if not pending:
                 return
