@@ -159,6 +159,14 @@ def test_who_reaches_a_tenants_notebook(playbook, kube, control_plane, instance,
         settings = {"flavour": flavour, **dict((k[len("service_mesh_"):], v) for k, v in mesh_vars(flavour, instance).items())}
         info = mesh.gateway_info(settings)
         gateway_pod = {"namespace": info["namespace"], "labels": gateway_pod_labels(kube, flavour, info)}
+        # the components' namespace, whose pods get sidecars, is a member of the mesh
+        membership = mesh.mesh_membership(kf_ns, settings)
+        kf_labels = get(kube, "v1", "Namespace", kf_ns)["metadata"]["labels"]
+        assert dict((k, kf_labels.get(k)) for k in membership["labels"]) == membership["labels"]
+        members = items(kube, "maistra.io/v1", "ServiceMeshMember", kf_ns)
+        assert [m["spec"]["controlPlaneRef"] for m in members] == [o["spec"]["controlPlaneRef"]
+                                                                   for o in membership["objects"]]
+        assert bool(members) is (flavour == "ossm2")
 
         # the profile controller and KFAM, with the environment kfocp gave their Deployment
         controller = get(kube, "apps/v1", "Deployment", "profiles-deployment", kf_ns)

@@ -447,6 +447,22 @@ def profile_controller_principals(objs, principals, deployment="profiles-deploym
     return out
 
 
+# ---------------------------------------------------------------- mesh membership
+
+def mesh_member(membership, namespace, field="mesh_membership"):
+    """The labels and objects (a ServiceMeshMember on Service Mesh 2) that make the components'
+    namespace, whose pods get sidecars, a member of the mesh: what the mesh_membership filter
+    returned for it."""
+    require(isinstance(membership, dict) and isinstance(membership.get("labels") or {}, dict), field,
+            "must be what the mesh_membership filter returns", "Pass components_namespace | mesh_membership(settings)")
+    objs = []
+    for obj in membership.get("objects") or []:
+        require(_ns(obj) == namespace, field + ".objects", "%s is for namespace %r, not %r" % (
+            describe(obj), _ns(obj), namespace), "Compute the membership for components_namespace")
+        objs.append(copy.deepcopy(obj))
+    return dict(membership.get("labels") or {}), objs
+
+
 # ---------------------------------------------------------------- metadata-envoy
 
 def metadata_envoy_base_id(objs, name="metadata-envoy-deployment", base_id=1, config="/etc/envoy.yaml"):
@@ -638,7 +654,8 @@ def assemble(rendered, options):
     Returns {objects, grants, audit, mirror, mirror_lines, unmatched_images}. `options` keys
     (all optional): namespace, api_versions, mirror {prefixes, digests}, sidecar {revision, authservice,
     exclude}, virtualservice {gateway, hosts, export_to}, metadata_envoy {base_id, config},
-    principals {env name: principal} (the profile controller's),
+    principals {env name: principal} (the profile controller's), mesh_membership (what the
+    mesh_membership filter returns for the namespace: its labels and ServiceMeshMember),
     argo {s3, configmap}, scc {uid_range, fixed_uid}, render (bool: plain objects for GitOps).
     """
     require(isinstance(rendered, dict), "rendered", "must map component names to object lists",
@@ -679,7 +696,13 @@ def assemble(rendered, options):
         scc = options["scc"]
         result["grants"] = derive_scc(objs, scc.get("uid_range"), scc.get("fixed_uid") or "anyuid")
         result["audit"] = audit_table(result["grants"])
-    objs = platform_namespaces(objs, namespace, injection)
+    members = []
+    if options.get("mesh_membership"):
+        labels, members = mesh_member(options["mesh_membership"], namespace)
+        if "istio.io/rev" in labels:  # istio-injection would win over the mesh's revision
+            injection.pop("istio-injection", None)
+        injection = dict(injection, **labels)
+    objs = platform_namespaces(objs, namespace, injection) + [_label(obj, "mesh") for obj in members]
     objs += [_label(b, "scc") for b in scc_objects(result["grants"])] if result["grants"] else []
     if options.get("render"):
         objs = [_plain(obj) for obj in objs]
