@@ -314,8 +314,8 @@ class ControlPlane:
         `workloads` also runs Pods: the workload controllers in the controller manager,
         kube-scheduler, and kwok, which plays the kubelets of the nodes add_nodes() creates
         (none at first). It costs a few seconds and a little CPU, so it is off by default."""
-        if self.running() and self.state().get("workloads", False) == workloads:
-            return self
+        if self.running() and (self.state().get("workloads", False) or not workloads):
+            return self  # one that runs workloads serves those that do not need them too
         self.down(quiet=True)
         bins = build()
         if workloads:
