@@ -380,7 +380,10 @@ class ControlPlane:
         self._start(state, "kwok", [
             bins["kwok"], f"--kubeconfig={self.kubeconfig}", f"--config={bins['kwok-stages']}",
             "--manage-all-nodes=false", f"--manage-nodes-with-annotation-selector={annotation}",
-            "--cidr=10.128.0.0/14", "--node-ip=10.0.1.1", f"--server-address=127.0.0.1:{ports['kwok']}"])
+            "--cidr=10.128.0.0/14", "--node-ip=10.0.1.1", f"--server-address=127.0.0.1:{ports['kwok']}",
+            # the nodes' leases: node lifecycle marks a node whose lease is not renewed NotReady
+            # (and its pods not Ready); without the flag kwok keeps none
+            "--node-lease-duration-seconds=40"])
         self._wait(f"http://127.0.0.1:{ports['kwok']}/healthz", "kwok", timeout, tls=False)
 
     # -- simulated nodes (workloads=True)

@@ -91,6 +91,9 @@ def test_gpu_notebooks_land_on_gpu_nodes_and_admission_refuses_what_is_not_allow
     assert GPU_TOLERATION["key"] in gpu_node["metadata"]["labels"]
     assert {"key": "workload", "value": "ai-ml", "effect": "NoSchedule"} in gpu_node["spec"]["taints"]
     assert gpu_node["status"]["allocatable"]["nvidia.com/gpu"] == "1"
+    # kwok renews each node's lease, or node lifecycle would mark it NotReady and its pods not Ready
+    leases = kube.resource("coordination.k8s.io/v1", "Lease")
+    assert all(kube.get(leases, name, "kube-node-lease") for name in nodes)
 
     # a profile with a quota of one GPU, and a namespace outside the GPU whitelist
     control_plane.kubectl("create", "namespace", web)
