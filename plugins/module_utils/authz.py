@@ -79,12 +79,18 @@ def _header(request, name):
     return None
 
 
+def _field_names(names):
+    """The fields and their not-fields: principals, notPrincipals, ..."""
+    names = list(names)
+    return set(names) | set("not" + n[0].upper() + n[1:] for n in names)
+
+
 def _source_matches(source, request):
     principal = request.get("principal") or ""
     checks = (("principals", principal or None), ("namespaces", source_namespace(principal) or None),
               ("ipBlocks", request.get("ip")), ("remoteIpBlocks", request.get("ip")),
               ("requestPrincipals", request.get("request_principal")))
-    known = set(name for name, _ in checks) | set("not" + n[0].upper() + n[1:] for n, _ in checks)
+    known = _field_names(name for name, unused in checks)
     unknown = sorted(set(source) - known)
     if unknown:
         raise PolicyError("from.source.%s: not supported by this evaluator" % unknown[0])
@@ -94,7 +100,7 @@ def _source_matches(source, request):
 def _operation_matches(operation, request):
     checks = (("hosts", request.get("host")), ("ports", request.get("port")), ("methods", request.get("method")),
               ("paths", request.get("path")))
-    known = set(name for name, _ in checks) | set("not" + n[0].upper() + n[1:] for n, _ in checks)
+    known = _field_names(name for name, unused in checks)
     unknown = sorted(set(operation) - known)
     if unknown:
         raise PolicyError("to.operation.%s: not supported by this evaluator" % unknown[0])
