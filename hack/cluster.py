@@ -157,6 +157,8 @@ def go_build(module_dir: Path, packages: dict[str, str], dest: Path, ldflags: st
 
 # Tools installed with `go install module/cmd@version` (their go.mod has no replace directive).
 KWOK = ("sigs.k8s.io/kwok/cmd/kwok", "v0.8.0")
+# cyclonus evaluates NetworkPolicies for given pods and traffic (the request path tests use it).
+CYCLONUS = ("github.com/mattfenwick/cyclonus/cmd/cyclonus", "v0.5.6")
 
 
 def go_install(package: str, version: str, dest: Path) -> Path:
@@ -185,12 +187,14 @@ def go_install(package: str, version: str, dest: Path) -> Path:
 
 def build_workloads() -> dict[str, Path]:
     """Build or reuse what running workloads needs: kube-scheduler (from the same k8s.io/kubernetes
-    module as the API server) and kwok, which plays the kubelets of simulated nodes."""
+    module as the API server) and kwok, which plays the kubelets of simulated nodes; and cyclonus,
+    which the tests ask whether NetworkPolicies admit given traffic."""
     kv = kube_version()
     scheduler = go_build(HACK / "kube", {"kube-scheduler": "k8s.io/kubernetes/cmd/kube-scheduler"},
                          cache_root() / f"kube-scheduler-{kv}", _ldflags(kv))
     kwok = go_install(KWOK[0], KWOK[1], cache_root() / f"kwok-{KWOK[1]}")
-    return {"kube-scheduler": scheduler / "kube-scheduler", "kwok": kwok, "kwok-stages": kwok_stages(kwok.parent)}
+    return {"kube-scheduler": scheduler / "kube-scheduler", "kwok": kwok, "kwok-stages": kwok_stages(kwok.parent),
+            "cyclonus": go_install(CYCLONUS[0], CYCLONUS[1], cache_root() / f"cyclonus-{CYCLONUS[1]}")}
 
 
 def kwok_stages(dest: Path) -> Path:

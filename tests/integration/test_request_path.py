@@ -1,15 +1,19 @@
 """The whole request path, for each mesh flavour, from the objects the roles wrote to the cluster:
 Route -> oauth-proxy (its access review, asked of the real API server) -> NetworkPolicy -> the
 gateway (its Lua filter, run in a Lua runtime) -> Gateway and VirtualService -> the destination's
-AuthorizationPolicies (the evaluator in plugins/module_utils/authz.py). Who: the owner, a
+AuthorizationPolicies (the evaluator in plugins/module_utils/authz.py); cyclonus confirms the
+network part. Who: the owner, a
 contributor, a stranger, a cluster admin, and an in-cluster pod that sends its own headers."""
 import json
+import re
+import subprocess
 
 import lupa
 import pytest
 
 from ansible_collections.kfocp.kubeflow.plugins.module_utils import authz
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import mesh
+from cluster import build_workloads
 from helpers import ROOT, components_only, play_kfam_add_contributor, subject_access_review
 
 
@@ -73,6 +77,34 @@ def network_allows(kube, source, target):
                 if in_ns and selects((peer.get("podSelector") or {}).get("matchLabels"), source["labels"]):
                     return True
     return False
+
+
+def cyclonus_allows(kube, tmp_path, source, target, port):
+    """cyclonus's verdict (query-traffic) on TCP traffic from the source pod to the target pod,
+    from the NetworkPolicies the cluster holds in both namespaces."""
+    wanted = set([source["namespace"], target["namespace"]])
+    found = [p for ns in sorted(wanted) for p in items(kube, "networking.k8s.io/v1", "NetworkPolicy", ns)]
+    policies = {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicyList", "items": [
+        {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+         "metadata": {"name": p["metadata"]["name"], "namespace": p["metadata"]["namespace"]}, "spec": p["spec"]}
+        for p in found]}
+
+    def end(pod, ip):
+        labels = get(kube, "v1", "Namespace", pod["namespace"])["metadata"].get("labels") or {}
+        return {"Internal": {"PodLabels": pod["labels"], "NamespaceLabels": labels, "Namespace": pod["namespace"]},
+                "IP": ip}
+    traffic = [{"Source": end(source, "10.128.0.10"), "Destination": end(target, "10.128.0.20"),
+                "Protocol": "TCP", "ResolvedPort": port, "ResolvedPortName": "http2"}]
+    (tmp_path / "policies.json").write_text(json.dumps(policies))
+    (tmp_path / "traffic.json").write_text(json.dumps(traffic))
+    proc = subprocess.run([str(build_workloads()["cyclonus"]), "analyze", "--mode", "query-traffic",
+                           "--policy-path", str(tmp_path / "policies.json"),
+                           "--traffic-path", str(tmp_path / "traffic.json")],
+                          capture_output=True, text=True, check=False, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    verdicts = re.findall(r"IS ALLOWED\?\s*\|\s*(TRUE|FALSE)", proc.stdout, re.I)
+    assert len(verdicts) == 1, proc.stdout[-3000:]
+    return verdicts[0].lower() == "true"
 
 
 def run_gateway_lua(source, headers):
@@ -146,7 +178,7 @@ def notebook_virtualservice(profile, name, gateway_ref):
 
 
 @pytest.mark.parametrize("flavour", ["ossm2", "ossm3", "external"])
-def test_who_reaches_a_tenants_notebook(playbook, kube, control_plane, instance, flavour):
+def test_who_reaches_a_tenants_notebook(playbook, kube, control_plane, instance, flavour, tmp_path):
     kf_ns, profile, other = instance + "-kf", instance + "-alice", instance + "-carol"
     extra = dict(components_only(instance, "istio-resources", "central-dashboard", "profiles"),
                  kfocp_roles=["kfocp.kubeflow.service_mesh", "kfocp.kubeflow.auth", "kfocp.kubeflow.components"],
@@ -232,6 +264,10 @@ def test_who_reaches_a_tenants_notebook(playbook, kube, control_plane, instance,
         wrong = [(who, got, want) for who, got, want in table if got[0] != want]
         assert not wrong, "\n".join("%s: reached as %r (%s), expected %r" % (who, got[0], got[1], want)
                                     for who, got, want in wrong)
+        # cyclonus, reading the same NetworkPolicies, agrees: only the proxy reaches the gateway's pods
+        port = mesh.normalise(settings)["gateway"]["http_port"]
+        assert cyclonus_allows(kube, tmp_path, proxy_pod, gateway_pod, port) is True
+        assert cyclonus_allows(kube, tmp_path, tenant_pod, gateway_pod, port) is False
         stops = dict((who, got[1]) for who, got, _ in table)
         assert stops["not in the users group"] == "oauth-proxy: 403"
         assert stops["tenant pod to the gateway"] == "gateway: no network path"
