@@ -31,10 +31,10 @@ $(COLLECTION_LINK):
 venv: $(BIN)/.installed $(COLLECTION_LINK)
 
 build: venv
-	$(BIN)/python hack/cluster.py build
+	$(BIN)/python hack/cluster.py build --workloads
 
 up: build
-	$(BIN)/python hack/cluster.py up
+	$(BIN)/python hack/cluster.py up --workloads
 
 down:
 	@if [ -x $(BIN)/python ]; then $(BIN)/python hack/cluster.py down; fi

@@ -1,4 +1,5 @@
-"""make demo: converge the platform on the local control plane and show what kfocp created.
+"""make demo: converge the platform on the local control plane and show what kfocp created, and
+its pods Running on simulated (kwok) nodes.
 
 The control plane is started by `make up` (hack/cluster.py) and stays up; `make down` stops it.
 """
@@ -66,6 +67,32 @@ def show_profiles():
                             "-n", name).stdout)
 
 
+def show_pods():
+    """The pods of the platform, scheduled onto the simulated (kwok) nodes and Running there."""
+    pods = json.loads(PLANE.kubectl("get", "pods", "-A", "-o", "json").stdout)["items"]
+    nodes = json.loads(PLANE.kubectl("get", "nodes", "-o", "json").stdout)["items"]
+    kwok = set(n["metadata"]["name"] for n in nodes
+               if (n["metadata"].get("annotations") or {}).get("kwok.x-k8s.io/node") == "fake")
+    print("\nNodes (simulated by kwok): %s" % ", ".join(sorted(kwok)))
+    print("Pods:")
+    running = 0
+    for pod in sorted(pods, key=lambda p: (p["metadata"]["namespace"], p["metadata"]["name"])):
+        node, phase = pod["spec"].get("nodeName") or "-", pod["status"].get("phase")
+        running += phase == "Running" and node in kwok
+        print("  %-28s %-52s %-9s %s" % (pod["metadata"]["namespace"], pod["metadata"]["name"], phase, node))
+    if not running:
+        sys.exit("no pod is Running on a kwok node: is the control plane up with workloads (make up)?")
+    print("%d of %d pods Running on kwok nodes" % (running, len(pods)))
+
+
+def wait_deployments(timeout=180):
+    """Wait until every Deployment is Available (the scheduler and kwok run them)."""
+    proc = PLANE.kubectl("wait", "--for=condition=Available", "deployments", "--all", "-A",
+                         "--timeout=%ds" % timeout, check=False)
+    if proc.returncode:
+        print("not every Deployment became Available within %ds:\n%s" % (timeout, proc.stderr[-2000:]), flush=True)
+
+
 def owned_objects():
     """Every object labelled as kfocp's, as 'Kind namespace/name' lines."""
     kinds = PLANE.kubectl("api-resources", "--verbs=list", "-o", "name").stdout.split()
@@ -96,6 +123,8 @@ def main():
     if ansible_playbook("site.yml", *PROFILES):
         sys.exit("the further run of site.yml reported changes: it should report none")
     show_profiles()
+    wait_deployments()
+    show_pods()
     rows = owned_objects()
     print("\nWhat kfocp created (%d objects):" % len(rows))
     width = max([len(kind) for kind, unused_where, unused_set in rows] or [4])

@@ -3,6 +3,7 @@ import base64
 
 import pytest
 
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import mesh as mesh_builder
 from helpers import ROOT
 
 ROLES = str(ROOT / "tests" / "fixtures" / "playbooks" / "roles.yml")
@@ -86,7 +87,8 @@ def test_the_same_auth_in_front_of_every_mesh_flavour(playbook, kube, instance, 
         "reencrypt"
     ef = get(kube, "networking.istio.io/v1alpha3", "EnvoyFilter", "kfocp-kubeflow-userid", gateway_ns)
     assert ef["spec"]["configPatches"][0]["match"]["context"] == "GATEWAY"
-    assert ef["spec"]["workloadSelector"]["labels"] == {"istio": service}
+    settings = dict((key[len("service_mesh_"):], value) for key, value in mesh.items())
+    assert ef["spec"]["workloadSelector"]["labels"] == mesh_builder.gateway_info(dict(settings, flavour=flavour))["selector"]
     assert 'headers:remove("kubeflow-userid")' in ef["spec"]["configPatches"][0]["patch"]["value"]["typed_config"]["inlineCode"]
     again = playbook(ROLES, extra)
     assert again.rc == 0 and again.count("changed") == 0, again.stdout

@@ -24,14 +24,44 @@ def test_oauth_proxy_in_front_of_the_gateway_http_port_with_the_sar():
     assert "--provider=openshift" in args
     assert "--upstream=http://kubeflow-ingressgateway.kubeflow-mesh.svc.cluster.local:80" in args
     sar = [a for a in args if a.startswith("--openshift-sar=")][0]
-    assert json.loads(sar.split("=", 1)[1]) == {"namespace": "kubeflow", "resource": "pods", "verb": "get"}
+    # a dedicated check in the proxy's namespace, not `get pods` in kubeflow that no tenant holds
+    assert json.loads(sar.split("=", 1)[1]) == {"namespace": "kubeflow-mesh", "group": "kfocp.io",
+                                                "resource": "kubeflow", "name": "users", "verb": "access"}
     assert "--client-id=kubeflow" in args
     assert not any(SECRETS["client_secret"] in a for a in args)  # read from a file, never on the command line
 
 
 def test_sar_is_configurable():
-    args = build(sar={"namespace": "ml", "verb": "list"})["Deployment"]["spec"]["template"]["spec"]["containers"][0]["args"]
+    args = build(sar={"namespace": "ml", "group": "", "resource": "pods", "name": "", "verb": "list"})[
+        "Deployment"]["spec"]["template"]["spec"]["containers"][0]["args"]
     assert '--openshift-sar={"namespace":"ml","resource":"pods","verb":"list"}' in args
+
+
+def test_the_access_review_is_granted_to_the_users_groups_and_nothing_more():
+    objs = build()
+    role, binding = objs["Role"], objs["RoleBinding"]
+    assert role["metadata"] == {"name": "kubeflow-oauth-proxy-users", "namespace": "kubeflow-mesh"}
+    assert role["rules"] == [{"apiGroups": ["kfocp.io"], "resources": ["kubeflow"], "resourceNames": ["users"],
+                              "verbs": ["access"]}]
+    assert binding["roleRef"]["name"] == role["metadata"]["name"]
+    assert binding["subjects"] == [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group",
+                                    "name": "system:authenticated:oauth"}]
+    groups = build(users_groups=["kubeflow-users", "ml"])["RoleBinding"]["subjects"]
+    assert [g["name"] for g in groups] == ["kubeflow-users", "ml"]
+    assert "Role" not in build(users_groups=[]) and "RoleBinding" not in build(users_groups=[])
+
+
+@pytest.mark.parametrize("flavour", ["ossm2", "ossm3"])
+def test_only_the_proxy_pods_reach_the_gateway_pods(flavour):
+    policy = build(flavour)["NetworkPolicy"]
+    gateway = mesh.gateway_info({"flavour": flavour})
+    assert policy["metadata"]["namespace"] == gateway["namespace"]
+    assert policy["spec"]["podSelector"] == {"matchLabels": gateway["selector"]}
+    assert policy["spec"]["policyTypes"] == ["Ingress"]
+    assert policy["spec"]["ingress"] == [{"from": [{"podSelector": {"matchLabels": {"app": "kubeflow-oauth-proxy"}}}]}]
+    elsewhere = build(flavour, namespace="kubeflow-auth")["NetworkPolicy"]["spec"]["ingress"][0]["from"][0]
+    assert elsewhere["namespaceSelector"] == {"matchLabels": {"kubernetes.io/metadata.name": "kubeflow-auth"}}
+    assert "NetworkPolicy" not in build(flavour, gateway_policy=False)
 
 
 def test_oauth_client_secret_and_reencrypt_route_with_serving_cert():
@@ -54,7 +84,8 @@ def test_envoy_filter_on_the_gateway_in_gateway_context(flavour, api):
     ef = build(flavour)["EnvoyFilter"]
     assert ef["apiVersion"] == api == mesh.istio_api_versions(flavour)["EnvoyFilter"]
     assert ef["metadata"]["namespace"] == "kubeflow-mesh"
-    assert ef["spec"]["workloadSelector"]["labels"] == {"istio": "kubeflow-ingressgateway"}
+    assert ef["spec"]["workloadSelector"]["labels"] == {"istio": "ingressgateway",
+                                                        "kfocp.io/gateway": "kubeflow-ingressgateway"}
     patch = ef["spec"]["configPatches"][0]
     assert patch["match"]["context"] == "GATEWAY" and patch["applyTo"] == "HTTP_FILTER"
     assert patch["patch"]["value"]["typed_config"]["inlineCode"] == LUA
@@ -64,6 +95,8 @@ def test_envoy_filter_on_the_gateway_in_gateway_context(flavour, api):
     ({"host": ""}, r"auth_host: is required"),
     ({"host": "Bad_Host"}, r"auth_host: 'Bad_Host' is not a DNS subdomain"),
     ({"sar": {"verb": ""}}, r"auth_sar.verb: is required"),
+    ({"sar": {"subresource": "x"}}, r"auth_sar.subresource: is not a field"),
+    ({"users_groups": "kubeflow-users"}, r"auth_users_groups: must be a list"),
     ({"extra_args": ["skip"]}, r"auth_extra_args: must be a list of --flag=value"),
     ({"colour": "x"}, r"auth_colour: is not a known setting"),
 ])

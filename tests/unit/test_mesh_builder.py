@@ -23,7 +23,9 @@ def test_ossm2_subscription_dedicated_smcp_with_additional_gateway_and_member_ro
     assert smcp["spec"]["version"] == "v2.6"
     extra = smcp["spec"]["gateways"]["additionalIngress"]["kubeflow-ingressgateway"]
     assert extra["enabled"] is True and extra["routeConfig"] == {"enabled": False}
-    assert extra["runtime"]["pod"]["metadata"]["labels"] == {"istio": "kubeflow-ingressgateway"}
+    # what upstream's kubeflow-gateway Gateway selects, plus the gateway's own name
+    assert extra["runtime"]["pod"]["metadata"]["labels"] == {"istio": "ingressgateway",
+                                                             "kfocp.io/gateway": "kubeflow-ingressgateway"}
     smmr = objs["ServiceMeshMemberRoll"][0]
     assert smmr["metadata"] == {"name": "default", "namespace": "kubeflow-mesh"}
     # members are others' to add: kfocp never sends spec.members, so it never takes them back
@@ -81,7 +83,8 @@ def test_external_creates_nothing_and_joins_by_labels():
     assert mesh.mesh_membership("team-a", settings) == {"labels": {"mesh": "corp", "istio.io/rev": "prod"},
                                                         "annotations": {}, "objects": []}
     info = mesh.gateway_info(settings)
-    assert info["namespace"] == "istio-system" and info["selector"] == {"istio": "istio-ingressgateway"}
+    assert info["namespace"] == "istio-system" and info["selector"] == {"istio": "ingressgateway"}
+    assert info["principal"] == "cluster.local/ns/istio-system/sa/istio-ingressgateway-service-account"
     assert mesh.operator_package(settings) is None and mesh.control_plane_ref(settings) is None
 
 
@@ -185,3 +188,44 @@ def test_migration_after_the_ossm2_control_plane_was_removed_is_a_no_op_plan():
                                                         "kfocp.io/instance": "prod"}}}
     plan = mesh.migration_plan(MIGRATE, {"istio": istio, "namespaces": ["p1"]}, "prod")
     assert plan["moved"] is True and plan["members"] == ["p1"]
+
+
+UPSTREAM_GATEWAY = {"apiVersion": "networking.istio.io/v1beta1", "kind": "Gateway",
+                    "metadata": {"name": "kubeflow-gateway", "namespace": "kubeflow"},
+                    "spec": {"selector": {"istio": "ingressgateway"}}}
+
+
+def _selects(selector, labels):
+    return all(labels.get(key) == value for key, value in selector.items())
+
+
+@pytest.mark.parametrize("flavour", ["ossm2", "ossm3"])
+def test_upstream_gateway_selects_kfocps_gateway_pods_and_the_envoy_filter_only_them(flavour):
+    objs = mesh.objects({"flavour": flavour})
+    if flavour == "ossm2":
+        extra = by_kind(objs)["ServiceMeshControlPlane"][0]["spec"]["gateways"]["additionalIngress"]
+        pod_labels = extra["kubeflow-ingressgateway"]["runtime"]["pod"]["metadata"]["labels"]
+    else:
+        pod_labels = [o for o in objs if o["kind"] == "Deployment"][0]["spec"]["template"]["metadata"]["labels"]
+    assert _selects(UPSTREAM_GATEWAY["spec"]["selector"], pod_labels)
+    info = mesh.gateway_info({"flavour": flavour})
+    assert _selects(info["selector"], pod_labels)
+    # another ingress gateway in the mesh is not kfocp's
+    assert not _selects(info["selector"], {"istio": "ingressgateway", "app": "istio-ingressgateway"})
+
+
+@pytest.mark.parametrize("flavour, principal", [
+    ("ossm2", "cluster.local/ns/kubeflow-mesh/sa/kubeflow-ingressgateway-service-account"),
+    ("ossm3", "cluster.local/ns/kubeflow-mesh/sa/kubeflow-ingressgateway")])
+def test_gateway_principal_is_the_account_its_pods_run_as(flavour, principal):
+    info = mesh.gateway_info({"flavour": flavour})
+    assert info["principal"] == principal
+    if flavour == "ossm3":
+        deployment = [o for o in mesh.objects({"flavour": flavour}) if o["kind"] == "Deployment"][0]
+        assert principal.endswith("/sa/" + deployment["spec"]["template"]["spec"]["serviceAccountName"])
+
+
+def test_external_gateway_service_account_is_configurable():
+    info = mesh.gateway_info({"flavour": "external", "external": {"namespace": "istio-system", "gateway": "gw",
+                                                                  "service_account": "gw-sa"}})
+    assert info["principal"] == "cluster.local/ns/istio-system/sa/gw-sa" and info["selector"] == {"istio": "gw"}

@@ -59,3 +59,22 @@ def test_knative_serving_always_has_kourier():
 def test_same_namespace_twice_is_refused():
     with pytest.raises(DefinitionError, match="serverless_ingress_namespace: is the same"):
         serverless.objects({"serving_namespace": "a", "ingress_namespace": "a"})
+
+
+def test_activator_autoscaler_and_kourier_get_sidecars_in_the_mesh():
+    given = {"deployments": [{"name": "activator", "labels": {"team": "x"}, "resources": [{"container": "activator"}]}]}
+    [ks] = serverless.knative_serving({"serving_namespace": "knative-serving", "spec": given,
+                                       "mesh": {"enabled": True}})
+    deployments = dict((d["name"], d) for d in ks["spec"]["deployments"])
+    assert set(deployments) == {"activator", "autoscaler", "3scale-kourier-gateway"}
+    for entry in deployments.values():
+        assert entry["labels"]["sidecar.istio.io/inject"] == "true"
+        assert entry["annotations"]["sidecar.istio.io/rewriteAppHTTPProbers"] == "true"
+    # the user's settings for them stay
+    assert deployments["activator"]["labels"]["team"] == "x" and deployments["activator"]["resources"]
+    assert given["deployments"][0]["labels"] == {"team": "x"}, "the input is not modified"
+
+
+def test_no_sidecars_without_the_mesh():
+    [ks] = serverless.knative_serving({"serving_namespace": "knative-serving", "spec": {}, "mesh": {"enabled": False}})
+    assert "deployments" not in ks["spec"]

@@ -3,12 +3,15 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Ingress auth in front of the Kubeflow gateway.
 
-An OpenShift oauth-proxy (provider openshift, a subject access review that limits access to the
-users allowed to `get pods` in the Kubeflow namespace) receives every request through a
-reencrypt Route, with a serving certificate made by the service CA, and passes it to the
-gateway's HTTP port. An OAuthClient with a generated secret (kept in a Secret) lets it log users
-in. An EnvoyFilter on the gateway removes any kubeflow-userid header the client sent and sets it
-from x-forwarded-user, the identity the proxy established.
+An OpenShift oauth-proxy (provider openshift) receives every request through a reencrypt Route,
+with a serving certificate made by the service CA, and passes it to the gateway's HTTP port. It
+lets in only users who pass a subject access review: by default a dedicated check (`access` on
+`kubeflow.kfocp.io` named `users`, in the proxy's namespace) that a Role grants to the Kubeflow
+users group (`system:authenticated:oauth`: everyone who logged in through OpenShift OAuth).
+An OAuthClient with a generated secret (kept in a Secret) lets it log users in. An EnvoyFilter on
+the gateway removes any kubeflow-userid header the client sent and sets it from x-forwarded-user,
+the identity the proxy established. A NetworkPolicy admits only the proxy's pods to the gateway's
+pods, so that no pod in the cluster can send the gateway an x-forwarded-user of its own choosing.
 """
 from __future__ import absolute_import, division, print_function
 
@@ -28,10 +31,13 @@ DEFAULTS = {
     "client_id": "kubeflow",
     "secret_name": "kubeflow-oauth",
     "image": "quay.io/openshift/origin-oauth-proxy:4.16",
-    "sar": {"namespace": "kubeflow", "resource": "pods", "verb": "get"},
+    "sar": {"namespace": "", "group": "kfocp.io", "resource": "kubeflow", "name": "users", "verb": "access"},
+    "users_groups": ["system:authenticated:oauth"],
     "replicas": 1,
     "extra_args": [],
+    "gateway_policy": True,
 }
+SAR_KEYS = ("namespace", "group", "resource", "name", "verb")
 SERVING_CERT = "service.beta.openshift.io/serving-cert-secret-name"
 HTTPS_PORT = 8443
 SECRET_KEYS = ("client_secret", "cookie_secret")
@@ -46,8 +52,12 @@ def normalise(settings, field="auth"):
                 "Use one of %s" % ", ".join("%s_%s" % (field, k) for k in sorted(DEFAULTS)))
         if key == "sar":
             require(isinstance(value, dict), field + "_sar", "must be a mapping",
-                    "Give {namespace, resource, verb}, e.g. {namespace: kubeflow, resource: pods, verb: get}")
-            s["sar"] = dict(DEFAULTS["sar"], **value)
+                    "Give {namespace, group, resource, name, verb}, e.g. {group: kfocp.io, resource: kubeflow, "
+                    "name: users, verb: access}")
+            for sub in value:
+                require(sub in SAR_KEYS, "%s_sar.%s" % (field, sub), "is not a field of the access review",
+                        "Use %s" % ", ".join(SAR_KEYS))
+            s["sar"] = dict(DEFAULTS["sar"], **dict((k, v) for k, v in value.items() if v is not None))
         else:
             s[key] = copy.deepcopy(value)
     require(isinstance(s["host"], str) and s["host"], field + "_host",
@@ -59,9 +69,17 @@ def normalise(settings, field="auth"):
     dns_subdomain(s["client_id"], field + "_client_id")
     if s["namespace"]:
         dns_label(s["namespace"], field + "_namespace")
-    for key in ("namespace", "resource", "verb"):
+    for key in ("resource", "verb"):
         require(isinstance(s["sar"].get(key), str) and s["sar"][key], "%s_sar.%s" % (field, key), "is required",
-                "Give the namespace, resource and verb a user must be allowed, e.g. get pods in kubeflow")
+                "Give the resource and verb a user must be allowed, e.g. access kubeflow.kfocp.io")
+    for key in ("namespace", "group", "name"):
+        require(isinstance(s["sar"].get(key), str), "%s_sar.%s" % (field, key), "must be a string",
+                "Give it, or leave it empty")
+    require(isinstance(s["users_groups"], list) and all(isinstance(g, str) and g for g in s["users_groups"]),
+            field + "_users_groups", "must be a list of group names",
+            "Give e.g. [system:authenticated:oauth] or [kubeflow-users]; [] grants the access review to nobody")
+    require(isinstance(s["gateway_policy"], bool), field + "_gateway_policy", "must be true or false",
+            "Leave it true unless another NetworkPolicy guards the gateway")
     require(isinstance(s["replicas"], int) and s["replicas"] >= 1, field + "_replicas",
             "%r is not a replica count" % (s["replicas"],), "Use 1 or more")
     require(isinstance(s["extra_args"], list) and all(isinstance(a, str) and a.startswith("--")
@@ -99,16 +117,57 @@ def _secrets(secrets):
     return secrets
 
 
-def sar(settings):
-    """The --openshift-sar value: the access review a user must pass."""
+def sar_attributes(settings, proxy_namespace):
+    """The access review a user must pass ({namespace, group, resource, name, verb}; an empty
+    namespace is the proxy's)."""
     s = normalise(settings)
-    return json.dumps({"namespace": s["sar"]["namespace"], "resource": s["sar"]["resource"],
-                       "verb": s["sar"]["verb"]}, sort_keys=True, separators=(",", ":"))
+    attributes = dict((key, value) for key, value in s["sar"].items() if value)
+    attributes["namespace"] = s["sar"]["namespace"] or proxy_namespace
+    return attributes
+
+
+def sar(settings, proxy_namespace="kubeflow"):
+    """The --openshift-sar value: the access review a user must pass."""
+    return json.dumps(sar_attributes(settings, proxy_namespace), sort_keys=True, separators=(",", ":"))
+
+
+def access_grant(settings, proxy_namespace):
+    """The Role that allows exactly the access review, and its RoleBinding to the users groups
+    (nothing when no group is given: then the cluster admin grants it)."""
+    s = normalise(settings)
+    if not s["users_groups"]:
+        return []
+    attributes = sar_attributes(s, proxy_namespace)
+    rule = {"apiGroups": [attributes.get("group", "")], "resources": [attributes["resource"]],
+            "verbs": [attributes["verb"]]}
+    if attributes.get("name"):
+        rule["resourceNames"] = [attributes["name"]]
+    name = s["name"] + "-users"
+    meta = {"name": name, "namespace": attributes["namespace"]}
+    return [{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": dict(meta), "rules": [rule]},
+            {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": dict(meta),
+             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+             "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": group}
+                          for group in s["users_groups"]]}]
+
+
+def gateway_network_policy(settings, gateway, proxy_namespace):
+    """The NetworkPolicy that admits only the proxy's pods to the gateway's pods: the gateway
+    trusts x-forwarded-user, so no other pod may reach it."""
+    s = normalise(settings)
+    peer = {"podSelector": {"matchLabels": {"app": s["name"]}}}
+    if proxy_namespace != gateway["namespace"]:
+        peer["namespaceSelector"] = {"matchLabels": {"kubernetes.io/metadata.name": proxy_namespace}}
+    return {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+            "metadata": {"name": s["name"] + "-only", "namespace": gateway["namespace"]},
+            "spec": {"podSelector": {"matchLabels": dict(gateway["selector"])}, "policyTypes": ["Ingress"],
+                     "ingress": [{"from": [peer]}]}}
 
 
 def proxy_args(settings, gateway):
     """oauth-proxy's arguments: provider openshift, upstream the gateway's HTTP port, the SAR."""
     s = normalise(settings)
+    proxy_namespace = s["namespace"] or gateway["namespace"]
     upstream = "http://%s.%s.svc.cluster.local:%d" % (gateway["service"], gateway["namespace"],
                                                       int(gateway.get("http_port", 80)))
     return ["--provider=openshift",
@@ -121,7 +180,7 @@ def proxy_args(settings, gateway):
             "--redirect-url=https://%s/oauth/callback" % s["host"],
             "--tls-cert=/etc/tls/private/tls.crt",
             "--tls-key=/etc/tls/private/tls.key",
-            "--openshift-sar=%s" % sar(s),
+            "--openshift-sar=%s" % sar(s, proxy_namespace),
             "--pass-user-headers=true",
             "--skip-provider-button=true",
             "--scope=user:info user:check-access"] + list(s["extra_args"])
@@ -195,4 +254,7 @@ def objects(settings, gateway, secrets, lua_source):
                           "port": {"targetPort": "https"},
                           "tls": {"termination": "reencrypt", "insecureEdgeTerminationPolicy": "Redirect"}}})
     objs.append(userid_filter(gateway, lua_source))
+    objs += access_grant(s, ns)
+    if s["gateway_policy"]:
+        objs.append(gateway_network_policy(s, gateway, ns))
     return objs

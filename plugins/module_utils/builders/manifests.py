@@ -411,6 +411,58 @@ def adapt_virtualservices(objs, gateway="", hosts=None, export_to=None):
     return out
 
 
+# ---------------------------------------------------------------- the profile controller's principals
+
+# The environment variables the profile controller puts into each profile's ns-owner-access-istio
+# AuthorizationPolicy (upstream defaults: istio-system's gateway, kubeflow's ml-pipeline-ui).
+PRINCIPAL_ENV = ("ISTIO_INGRESS_GATEWAY_PRINCIPAL", "KFP_UI_PRINCIPAL", "NOTEBOOK_CONTROLLER_PRINCIPAL")
+_PRINCIPAL = re.compile(r"^[a-z0-9.-]+/ns/[a-z0-9-]+/sa/[a-z0-9.-]+$")
+
+
+def profile_controller_principals(objs, principals, deployment="profiles-deployment",
+                                  field="components_profile_principals"):
+    """Set the principals the profile controller trusts ({env name: principal}; empty values keep
+    upstream's) on every container of its Deployment: the controller (`manager`) writes them into
+    ns-owner-access-istio, KFAM (`kfam`) into the contributors' policies. Owners' and contributors'
+    requests arriving from the gateway kfocp runs are then allowed."""
+    require(isinstance(principals, dict), field, "must be a mapping of environment variable to principal",
+            "Give e.g. {ISTIO_INGRESS_GATEWAY_PRINCIPAL: cluster.local/ns/kubeflow-mesh/sa/<gateway account>}")
+    wanted = {}
+    for name, value in sorted(principals.items()):
+        require(name in PRINCIPAL_ENV, "%s.%s" % (field, name), "is not a principal the profile controller reads",
+                "Use one of %s" % ", ".join(PRINCIPAL_ENV))
+        require(value is None or isinstance(value, str) and (not value or _PRINCIPAL.match(value)),
+                "%s.%s" % (field, name), "%r is not a principal" % (value,),
+                "Give <trust domain>/ns/<namespace>/sa/<service account>, or leave it empty for upstream's")
+        if value:
+            wanted[name] = value
+    out = []
+    for obj in objs:
+        if wanted and obj.get("kind") == "Deployment" and _name(obj) == deployment:
+            obj = copy.deepcopy(obj)
+            for item in (pod_spec(obj) or {}).get("containers") or []:
+                env = [e for e in item.get("env") or [] if e.get("name") not in wanted]
+                item["env"] = env + [{"name": name, "value": value} for name, value in sorted(wanted.items())]
+        out.append(obj)
+    return out
+
+
+# ---------------------------------------------------------------- mesh membership
+
+def mesh_member(membership, namespace, field="mesh_membership"):
+    """The labels and objects (a ServiceMeshMember on Service Mesh 2) that make the components'
+    namespace, whose pods get sidecars, a member of the mesh: what the mesh_membership filter
+    returned for it."""
+    require(isinstance(membership, dict) and isinstance(membership.get("labels") or {}, dict), field,
+            "must be what the mesh_membership filter returns", "Pass components_namespace | mesh_membership(settings)")
+    objs = []
+    for obj in membership.get("objects") or []:
+        require(_ns(obj) == namespace, field + ".objects", "%s is for namespace %r, not %r" % (
+            describe(obj), _ns(obj), namespace), "Compute the membership for components_namespace")
+        objs.append(copy.deepcopy(obj))
+    return dict(membership.get("labels") or {}), objs
+
+
 # ---------------------------------------------------------------- metadata-envoy
 
 def metadata_envoy_base_id(objs, name="metadata-envoy-deployment", base_id=1, config="/etc/envoy.yaml"):
@@ -602,6 +654,8 @@ def assemble(rendered, options):
     Returns {objects, grants, audit, mirror, mirror_lines, unmatched_images}. `options` keys
     (all optional): namespace, api_versions, mirror {prefixes, digests}, sidecar {revision, authservice,
     exclude}, virtualservice {gateway, hosts, export_to}, metadata_envoy {base_id, config},
+    principals {env name: principal} (the profile controller's), mesh_membership (what the
+    mesh_membership filter returns for the namespace: its labels and ServiceMeshMember),
     argo {s3, configmap}, scc {uid_range, fixed_uid}, render (bool: plain objects for GitOps).
     """
     require(isinstance(rendered, dict), "rendered", "must map component names to object lists",
@@ -625,6 +679,8 @@ def assemble(rendered, options):
         vs = options["virtualservice"]
         objs = adapt_virtualservices(objs, vs.get("gateway") or "", vs.get("hosts") or None,
                                      vs.get("export_to") or None)
+    if options.get("principals"):
+        objs = profile_controller_principals(objs, options["principals"])
     injection = {}
     if options.get("sidecar") is not None:
         sidecar = options["sidecar"]
@@ -640,7 +696,13 @@ def assemble(rendered, options):
         scc = options["scc"]
         result["grants"] = derive_scc(objs, scc.get("uid_range"), scc.get("fixed_uid") or "anyuid")
         result["audit"] = audit_table(result["grants"])
-    objs = platform_namespaces(objs, namespace, injection)
+    members = []
+    if options.get("mesh_membership"):
+        labels, members = mesh_member(options["mesh_membership"], namespace)
+        if "istio.io/rev" in labels:  # istio-injection would win over the mesh's revision
+            injection.pop("istio-injection", None)
+        injection = dict(injection, **labels)
+    objs = platform_namespaces(objs, namespace, injection) + [_label(obj, "mesh") for obj in members]
     objs += [_label(b, "scc") for b in scc_objects(result["grants"])] if result["grants"] else []
     if options.get("render"):
         objs = [_plain(obj) for obj in objs]

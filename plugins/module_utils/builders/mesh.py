@@ -59,9 +59,14 @@ DEFAULTS = {
               "subscription": {"name": "servicemeshoperator3", "channel": "stable", "source": "redhat-operators",
                                "source_namespace": "openshift-marketplace", "namespace": "openshift-operators"}},
     "external": {"namespace": "", "gateway": "", "revision": "", "gateway_labels": {}, "api": "upstream",
-                 "member_label": {}},
+                 "member_label": {}, "service_account": ""},
     "keep_ossm2": False,
 }
+# Upstream Kubeflow's `kubeflow-gateway` Gateway selects `istio: ingressgateway`: kfocp's gateway
+# pods carry that label, and their own name in GATEWAY_LABEL so that kfocp's EnvoyFilters select
+# only them.
+UPSTREAM_GATEWAY_SELECTOR = {"istio": "ingressgateway"}
+GATEWAY_LABEL = "kfocp.io/gateway"
 # The settings that decide how a namespace joins the mesh.
 MEMBERSHIP_KEYS = ("flavour", "namespace", "member_label", "ossm2", "ossm3", "external", "keep_ossm2")
 
@@ -182,14 +187,29 @@ def gateway_info(settings):
     s = normalise(settings)
     if s["flavour"] == "external":
         ext = s["external"]
-        selector = dict(ext["gateway_labels"]) or {"istio": ext["gateway"]}
+        # Istio's gateway chart labels istio-ingressgateway's pods istio: ingressgateway
+        selector = dict(ext["gateway_labels"]) or {"istio": re.sub(r"^istio-", "", ext["gateway"])}
         name, gw_namespace = ext["gateway"], ext["namespace"]
+        account = ext["service_account"] or name + "-service-account"
     else:
         name, gw_namespace = s["gateway"]["name"], s["gateway"]["namespace"]
-        selector = {"istio": name}
+        selector = gateway_pod_labels(name)
+        # Service Mesh 2 runs its gateways as <name>-service-account; on 3 kfocp deploys it as <name>
+        account = name + "-service-account" if s["flavour"] == "ossm2" else name
     return {"flavour": s["flavour"], "name": name, "namespace": gw_namespace, "service": name,
             "http_port": 80, "selector": selector, "mesh_namespace": s["namespace"],
+            "service_account": account, "principal": principal(gw_namespace, account),
             "api_versions": istio_api_versions(s["flavour"], s["external"]["api"])}
+
+
+def gateway_pod_labels(name):
+    """The labels of kfocp's gateway pods: what upstream's Gateway selects, and their own name."""
+    return dict(UPSTREAM_GATEWAY_SELECTOR, **{GATEWAY_LABEL: name})
+
+
+def principal(namespace_name, service_account, trust_domain="cluster.local"):
+    """The mTLS identity (SPIFFE path) of a workload running as `service_account`."""
+    return "%s/ns/%s/sa/%s" % (trust_domain, namespace_name, service_account)
 
 
 def operator_package(settings):
@@ -297,9 +317,9 @@ def _ossm2_objects(s):
                              "enabled": True, "namespace": o2["namespace"],
                              "routeConfig": {"enabled": False},
                              "service": {"type": gw["service_type"], "ports": ports,
-                                         "metadata": {"labels": {"istio": gw["name"]}}},
+                                         "metadata": {"labels": gateway_pod_labels(gw["name"])}},
                              "runtime": {"deployment": {"replicas": gw["replicas"]},
-                                         "pod": {"metadata": {"labels": {"istio": gw["name"]}}}}}}}}}
+                                         "pod": {"metadata": {"labels": gateway_pod_labels(gw["name"])}}}}}}}}
     # spec.members is left out on purpose: ServiceMeshMembers, the mesh operator and the
     # per-namespace policies add members there, and kfocp must not take them back.
     roll_spec = {}
@@ -317,7 +337,7 @@ def _gateway_workload(s, rev):
     """The Kubeflow ingress gateway by gateway injection: the injector fills in the proxy image."""
     gw = s["gateway"]
     name, gw_ns = gw["name"], gw["namespace"]
-    selector = {"istio": name, "app": name}
+    selector = dict(gateway_pod_labels(name), app=name)
     pod_labels = dict(selector, **{"sidecar.istio.io/inject": "true"})
     if rev:
         pod_labels["istio.io/rev"] = rev

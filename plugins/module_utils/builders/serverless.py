@@ -87,11 +87,40 @@ def objects(params):
     return out
 
 
+# The Knative workloads that must run with a sidecar in the mesh: the per-namespace
+# AuthorizationPolicies admit the activator (and the Kourier gateway) by their mTLS principals,
+# which exist only when they have a sidecar.
+MESH_DEPLOYMENTS = ("activator", "autoscaler", "3scale-kourier-gateway")
+INJECT = "sidecar.istio.io/inject"
+REWRITE_PROBES = "sidecar.istio.io/rewriteAppHTTPProbers"
+
+
+def mesh_sidecars(spec, names=MESH_DEPLOYMENTS):
+    """spec.deployments with each of `names` labelled for sidecar injection (entries the user
+    gave for them keep their other settings)."""
+    deployments = copy.deepcopy(spec.get("deployments") or [])
+    require(isinstance(deployments, list) and all(isinstance(d, dict) and d.get("name") for d in deployments),
+            "serverless_knative_serving_spec.deployments", "must be a list of {name, ...}",
+            "Give each deployment override a name")
+    by_name = dict((d["name"], d) for d in deployments)
+    for name in names:
+        entry = by_name.get(name)
+        if entry is None:
+            entry = {"name": name}
+            deployments.append(entry)
+        entry["labels"] = dict(entry.get("labels") or {}, **{INJECT: "true"})
+        entry["annotations"] = dict(entry.get("annotations") or {}, **{REWRITE_PROBES: "true"})
+    return deployments
+
+
 def knative_serving(params):
-    """The KnativeServing, with the Kourier ingress, in the serving namespace."""
+    """The KnativeServing, with the Kourier ingress, in the serving namespace. With the mesh
+    enabled, the activator, autoscaler and Kourier gateway get sidecars (mTLS principals)."""
     serving_ns = dns_label(params.get("serving_namespace") or "", "serverless_serving_namespace")
     spec = copy.deepcopy(params.get("spec") or {})
     require(isinstance(spec, dict), "serverless_knative_serving_spec", "must be a mapping", "Give the KnativeServing spec")
+    if (params.get("mesh") or {}).get("enabled"):
+        spec["deployments"] = mesh_sidecars(spec)
     ingress = spec.setdefault("ingress", {})
     ingress.setdefault("kourier", {})["enabled"] = True
     config = spec.setdefault("config", {})

@@ -1,0 +1,47 @@
+"""The components' namespace, whose pods get sidecars, is a member of the mesh in each flavour."""
+import pytest
+
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import manifests as m
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import mesh
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.objects import DefinitionError
+
+DEPLOYMENT = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web", "namespace": "kubeflow"},
+              "spec": {"template": {"spec": {"containers": [{"name": "web", "image": "web"}]}}}}
+SETTINGS = {
+    "ossm2": {"flavour": "ossm2"},
+    "ossm3": {"flavour": "ossm3", "ossm3": {"update_strategy": "RevisionBased", "version": "v1.26.3"}},
+    "external": {"flavour": "external", "external": {"namespace": "istio-system", "gateway": "istio-ingressgateway",
+                                                     "member_label": {"mesh": "corp"}}},
+}
+
+
+def assemble(flavour, namespace="kubeflow"):
+    membership = mesh.mesh_membership(namespace, SETTINGS[flavour])
+    return m.assemble({"web": [DEPLOYMENT]}, {"namespace": namespace, "sidecar": {}, "mesh_membership": membership})[
+        "objects"]
+
+
+@pytest.mark.parametrize("flavour, labels, member", [
+    ("ossm2", {"kfocp.io/mesh": "kubeflow", "istio-injection": "enabled"}, True),
+    ("ossm3", {"kfocp.io/mesh": "kubeflow", "istio.io/rev": "default-v1-26-3"}, False),
+    ("external", {"mesh": "corp", "istio-injection": "enabled"}, False),
+])
+def test_components_namespace_joins_the_mesh_of_each_flavour(flavour, labels, member):
+    objs = assemble(flavour)
+    space = [o for o in objs if o["kind"] == "Namespace" and o["metadata"]["name"] == "kubeflow"][0]
+    found = space["metadata"]["labels"]
+    assert dict((k, found.get(k)) for k in labels) == labels
+    if "istio.io/rev" in labels:
+        assert "istio-injection" not in found, "istio-injection would win over the revision"
+    members = [o for o in objs if o["kind"] == "ServiceMeshMember"]
+    if member:
+        assert [(o["metadata"]["namespace"], o["spec"]["controlPlaneRef"]) for o in members] == [
+            ("kubeflow", {"name": "kubeflow", "namespace": "kubeflow-mesh"})]
+    else:
+        assert not members
+
+
+def test_a_membership_for_another_namespace_is_refused():
+    with pytest.raises(DefinitionError, match="mesh_membership.objects: .* is for namespace 'other'"):
+        m.assemble({"web": [DEPLOYMENT]}, {"namespace": "kubeflow", "sidecar": {},
+                                           "mesh_membership": mesh.mesh_membership("other", SETTINGS["ossm2"])})
