@@ -103,6 +103,12 @@ class Result:
             out["diff"] = self.diffs
         if self.adopted:
             out["adopted"] = self.adopted
+        skipped = ["%s %s%s: %s" % (i["kind"], i.get("namespace", "") and i["namespace"] + "/", i["name"],
+                                    i.get("message", "")) for i in self.items if i["action"] == SKIPPED]
+        if skipped:
+            out["left_alone"] = skipped
+        if self.errors:
+            out["failures"] = list(self.errors)
         return out
 
 

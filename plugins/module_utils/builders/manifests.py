@@ -703,6 +703,43 @@ def aggregated_rules(objs):
     return out
 
 
+# ---------------------------------------------------------------- objects someone else created
+
+OWNERSHIP, ENSURE, ADOPT = "kfocp.io/ownership", "ensure", "kfocp.io/adopt"
+
+
+def ownership_policy(objs, take_over=()):
+    """Mark what the apply engine does with objects that exist and are not kfocp's, per kind.
+
+    - CustomResourceDefinition: created when missing and kept up to date when kfocp created it;
+      one that an earlier install, OLM or the cluster made is left as it is and reported (skipped),
+      unless `take_over` names it.
+    - Objects `take_over` names (patterns of Kind/name, fnmatch: CustomResourceDefinition/*,
+      CustomResourceDefinition/profiles.kubeflow.org): taken over, fields included, and reported;
+      an object that an operator controls (a controller ownerReference, OLM's labels) never is.
+    - Namespaces are platform namespaces (created when missing, else left as they are).
+    - Every other kind: an existing object someone else created is a failure naming it, reported
+      at the end with every other failure, after all else was applied.
+    """
+    require(isinstance(take_over, (list, tuple)) and all(isinstance(p, str) and "/" in p for p in take_over),
+            "components_take_over", "must be a list of Kind/name patterns",
+            "Give for example [CustomResourceDefinition/*] or [CustomResourceDefinition/profiles.kubeflow.org]")
+    out = []
+    for obj in objs:
+        taken = any(fnmatch.fnmatchcase("%s/%s" % (obj.get("kind"), _name(obj)), pattern) for pattern in take_over)
+        if taken or obj.get("kind") == "CustomResourceDefinition":
+            obj = copy.deepcopy(obj)
+            meta = obj.setdefault("metadata", {})
+            annotations = dict(meta.get("annotations") or {})
+            if taken:
+                annotations[ADOPT] = "true"
+            else:
+                annotations.setdefault(OWNERSHIP, ENSURE)
+            meta["annotations"] = annotations
+        out.append(obj)
+    return out
+
+
 # ---------------------------------------------------------------- the whole pipeline
 
 def platform_namespaces(objs, injection=None):
@@ -728,7 +765,8 @@ def assemble(rendered, options):
     Returns {objects, grants, audit, mirror, mirror_lines, unmatched_images}. `options` keys
     (all optional): namespace, api_versions, mirror {prefixes, digests}, sidecar {revision, authservice,
     exclude, namespaces}, virtualservice {gateway, hosts, export_to}, metadata_envoy {base_id, config},
-    argo {s3, configmap}, scc {uid_range}, render (bool: plain objects for GitOps).
+    argo {s3, configmap}, scc {uid_range}, take_over [Kind/name patterns], render (bool: plain objects
+    for GitOps).
     """
     require(isinstance(rendered, dict), "rendered", "must map component names to object lists",
             "Pass the kustomize module's `components` result")
@@ -774,7 +812,7 @@ def assemble(rendered, options):
     if options.get("render"):
         objs = [_plain(obj) for obj in objs]
     else:
-        objs = aggregated_rules(objs)
+        objs = ownership_policy(aggregated_rules(objs), options.get("take_over") or ())
     result["objects"] = objs
     return result
 
