@@ -300,8 +300,9 @@ def localise(root, components, mirrors, workdir):
             doc = yaml.load(handle, Loader=_Loader) or {}
         for key in ("resources", "bases", "components"):
             if isinstance(doc.get(key), list):
-                doc[key] = [os.path.realpath(_mirror_of(e, mirrors)) if isinstance(e, str) and _REMOTE.match(e)
-                            else e for e in doc[key]]
+                # kustomize takes a base by a relative path only
+                doc[key] = [os.path.relpath(os.path.realpath(_mirror_of(e, mirrors)), os.path.dirname(path))
+                            if isinstance(e, str) and _REMOTE.match(e) else e for e in doc[key]]
         with open(path, "w") as handle:
             handle.write(yaml.dump(doc, Dumper=_Dumper, default_flow_style=False, sort_keys=False))
     return copy

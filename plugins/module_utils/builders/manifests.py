@@ -358,6 +358,8 @@ def mirror_images(objs, prefixes, digests=None):
     def free_text(value, where):
         def token(match):
             text = match.group(0)
+            if "://" in text:
+                return text  # a URL, not an image
             stripped = text.rstrip(".:,")
             tail = text[len(stripped):]
             repo, suffix = _split_tag(stripped)
