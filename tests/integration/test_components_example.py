@@ -6,7 +6,7 @@ cluster-wide objects with fixed names."""
 import sys
 
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import KubeError
-from helpers import ROOT
+from helpers import ROOT, wait_for
 
 sys.path.insert(0, str(ROOT / "tests" / "fixtures"))
 import example_tree  # noqa: E402
@@ -46,8 +46,10 @@ def test_example_sized_render_installs_with_preinstalled_crds_and_prunes(playboo
     try:
         first = playbook("components", extra)
         assert first.rc != 0
-        assert "ConfigMap kubeflow-system/app-01-config: already exists and was created by someone else" \
-            in first.stdout
+        result = first.task_results()[0]
+        assert [f.split(":")[0] for f in result["failures"]] == ["ConfigMap kubeflow-system/app-01-config"]
+        assert "already exists and was created by someone else" in result["failures"][0]
+        assert "components_result.failures" in first.stdout
         # everything else the phase order allows was applied, webhook configurations (last) included
         assert labels(kube, "apps/v1", "Deployment", "ml-pipeline", "kubeflow")["kfocp.io/instance"] == instance
         assert labels(kube, "admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration",
@@ -56,19 +58,22 @@ def test_example_sized_render_installs_with_preinstalled_crds_and_prunes(playboo
         # CRDs someone else made are left as they are and reported
         for name in example_tree.PREINSTALLED:
             assert "kfocp.io/instance" not in labels(kube, *CRD, name)
-            assert "CustomResourceDefinition %s: exists and is not kfocp's" % name in first.stdout
+            assert any(line.startswith("CustomResourceDefinition %s: exists and is not kfocp's" % name)
+                       for line in result["left_alone"])
         assert "kfocp.io/instance" in labels(kube, *CRD, "widget5s.cert-manager.io")
 
         kube.delete(kube.resource("v1", "ConfigMap"), "app-01-config", "kubeflow-system")
         take = dict(extra, components_take_over=["CustomResourceDefinition/*"])
         second = playbook("components", take)
         assert second.rc == 0, second.stdout
+        result = second.task_results()[0]
+        assert sorted(result["adopted"]) == sorted("CustomResourceDefinition %s" % n for n in example_tree.PREINSTALLED)
         for name in example_tree.PREINSTALLED:
             assert labels(kube, *CRD, name)["kfocp.io/instance"] == instance
-            assert "CustomResourceDefinition %s" % name in second.stdout.split("components_result.adopted")[1]
         # an operator's object is never taken over
         assert "kfocp.io/instance" not in labels(kube, *CRD, example_tree.OLM_OWNED)
-        assert "OLM (label operators.coreos.com/servicemeshoperator.openshift-operators=)" in second.stdout
+        assert "CustomResourceDefinition %s: exists and OLM (label operators.coreos.com/servicemeshoperator." \
+            "openshift-operators=) manages it: left alone" % example_tree.OLM_OWNED in result["left_alone"]
         assert labels(kube, "v1", "ConfigMap", "app-01-config", "kubeflow-system")["kfocp.io/instance"] == instance
         # the SCC grants are the least privileged ones, the field that forced them printed
         binding = kube.get(kube.resource("rbac.authorization.k8s.io/v1", "RoleBinding"),
@@ -84,7 +89,10 @@ def test_example_sized_render_installs_with_preinstalled_crds_and_prunes(playboo
         assert labels(kube, "apps/v1", "Deployment", "ml-pipeline", "kubeflow") is None
         assert labels(kube, "admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration",
                       "example-webhook-01") is None
-        assert labels(kube, *CRD, "widget5s.cert-manager.io") is None
+        # a CRD goes once the API server has deleted its custom resources
+        wait_for(lambda: labels(kube, *CRD, "widget5s.cert-manager.io") is None, timeout=60, what="CRD deleted")
+        assert labels(kube, *CRD, example_tree.PREINSTALLED[1]) is None or \
+            kube.get(crds, example_tree.PREINSTALLED[1])["metadata"].get("deletionTimestamp")  # taken over: kfocp's
         assert labels(kube, *CRD, example_tree.OLM_OWNED) is not None  # OLM's, never kfocp's
         assert kube.get(kube.resource("v1", "Namespace"), "kubeflow") is not None  # platform namespaces stay
     finally:
