@@ -308,8 +308,8 @@ class Client:
         most `timeout` seconds (the server ends the stream then). A failed request raises KubeError."""
         query = {"watch": "1", "resourceVersion": resource_version, "labelSelector": label_selector,
                  "timeoutSeconds": str(max(1, int(timeout))), "allowWatchBookmarks": "true"}
-        url = self.host + self.path(res) + "?" + "&".join("%s=%s" % (k, _quote(v)) for k, v in query.items()
-                                                         if v is not None)
+        url = self.host + self.path(res) + "?" + "&".join(
+            "%s=%s" % (k, _quote(v)) for k, v in query.items() if v is not None)
         self.requests += 1
         try:
             resp = self.pool.request("GET", url, preload_content=False, retries=False,

@@ -294,7 +294,7 @@ def localise(root, components, mirrors, workdir):
                           "or drop the component" % (len(missing), "; ".join(missing)))
     copy = os.path.join(workdir, "localised")
     shutil.copytree(root, copy, symlinks=True)
-    for kustomization in sorted(set(k for k, _ in remote)):
+    for kustomization in sorted(set(pair[0] for pair in remote)):
         path = os.path.join(copy, kustomization)
         with open(path) as handle:
             doc = yaml.load(handle, Loader=_Loader) or {}

@@ -62,8 +62,8 @@ def test_sidecars_only_in_the_components_namespace_and_never_over_false(rendered
         annotations, labels = meta.get("annotations") or {}, meta.get("labels") or {}
         if obj["metadata"]["namespace"] != "kubeflow":  # as upstream wrote them
             assert INJECT not in annotations, obj["metadata"]["name"]
-            upstream = by_name(example_tree.workloads())[(obj["kind"], obj["metadata"]["namespace"],
-                                                           obj["metadata"]["name"])]
+            key = (obj["kind"], obj["metadata"]["namespace"], obj["metadata"]["name"])
+            upstream = by_name(example_tree.workloads())[key]
             assert labels.get(INJECT) == template_meta(upstream)["labels"].get(INJECT)
             continue
         assert annotations[INJECT] == labels.get(INJECT, annotations[INJECT])  # never disagree

@@ -188,7 +188,7 @@ def test_mirror_images_rewrites_containers_args_env_configmaps_and_custom_resour
                                   "other: quay.io/unknown/image:v2\nurl: http://ml-pipeline.kubeflow.svc:8888/apis\n"}}
     cr = {"apiVersion": "serving.kserve.io/v1alpha1", "kind": "ClusterServingRuntime", "metadata": {"name": "s"},
           "spec": {"containers": [{"name": "k", "image": "docker.io/kubeflowkatib/x:1"}]}}
-    objs, mirror, unmatched, _ = m.mirror_images([dep, cm, cr], PREFIXES)
+    objs, mirror, unmatched, _warnings = m.mirror_images([dep, cm, cr], PREFIXES)
     c = objs[0]["spec"]["template"]["spec"]["containers"][0]
     assert c["image"] == "registry.example.com/kfp/kfp-api-server:2.5.0"
     assert c["env"][0]["value"] == "registry.example.com/kfp/kfp-launcher:2.5.0"
@@ -204,7 +204,7 @@ def test_mirror_images_rewrites_containers_args_env_configmaps_and_custom_resour
 
 
 def test_mirror_images_with_an_empty_map_reports_every_image_unmatched():
-    objs, mirror, unmatched, _ = m.mirror_images([deployment("a", image="ghcr.io/kubeflow/a:1")], {})
+    objs, mirror, unmatched, _warnings = m.mirror_images([deployment("a", image="ghcr.io/kubeflow/a:1")], {})
     assert mirror == [] and unmatched == ["ghcr.io/kubeflow/a:1"]
 
 
@@ -228,7 +228,7 @@ def test_mirror_images_property(image_sets):
             {"name": "i%d" % j, "image": img} for j, img in enumerate(images[1:])]
         objs.append(dep)
     before = copy.deepcopy(objs)
-    out, mirror, unmatched, _ = m.mirror_images(objs, PREFIXES)
+    out, mirror, unmatched, _warnings = m.mirror_images(objs, PREFIXES)
     assert objs == before
     targets = set(PREFIXES.values())
     for obj in out:
@@ -239,7 +239,7 @@ def test_mirror_images_property(image_sets):
     for images in image_sets:
         for image in images:
             assert (m.normalise_image(image) in sources) != (image in unmatched)
-    again, mirror_again, unmatched_again, _ = m.mirror_images(out, PREFIXES)
+    again, mirror_again, unmatched_again, _warnings = m.mirror_images(out, PREFIXES)
     assert again == out and mirror_again == [] and unmatched_again == unmatched
 
 

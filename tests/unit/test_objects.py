@@ -180,5 +180,5 @@ def test_adopt_annotation_is_read_and_never_sent():
     obj = {"apiVersion": "v1", "kind": "ConfigMap",
            "metadata": {"name": "c", "namespace": "n", "annotations": {o.ADOPT: "true"}}}
     assert o.adopted(obj) and not o.adopted({"metadata": {}})
-    prepared, _ = o.prepare(obj, "i", "s")
+    prepared = o.prepare(obj, "i", "s")[0]
     assert o.ADOPT not in prepared["metadata"]["annotations"]

@@ -87,8 +87,8 @@ def _in_range(value, value_range):
 def _range_text(value_range):
     if not value_range:
         return "not known to be in the namespace's range (components_scc_uid_range is not set)"
-    return "outside the namespace's range %d-%d" % (int(value_range["start"]),
-                                                     int(value_range["start"]) + int(value_range["size"]) - 1)
+    start = int(value_range["start"])
+    return "outside the namespace's range %d-%d" % (start, start + int(value_range["size"]) - 1)
 
 
 def _seccomp(profile):
@@ -197,8 +197,8 @@ def least_privileged(pods, uid_range=None, group_range=None):
     before it: (scc, [(pod label, field path, why)]). `pods` is [(label, pod spec)]."""
     previous = []
     for name in ORDER:
-        refused = [(label, field, why) for label, spec in pods for field, why in refusals(name, spec, uid_range,
-                                                                                            group_range)]
+        refused = [(label, field, why) for label, spec in pods
+                   for field, why in refusals(name, spec, uid_range, group_range)]
         if not refused:
             return name, previous
         previous = refused
