@@ -146,15 +146,26 @@ class Engine:
         # One failure does not stop the rest: every phase is applied as far as it can be (an object
         # whose CRD or namespace failed fails in turn, naming its kind or namespace), and the run
         # fails at the end with every failure and its object. Prune runs only after a clean apply.
+        # While the API server establishes the CRDs this run created or changed, the Namespaces and
+        # every object of another kind are applied; only the custom resources of those CRDs, and
+        # the admission webhooks (last), wait for them.
+        waiting, new_kinds = None, set()
         for phase in sorted(set(item.phase for item in items)):
-            batch = [item for item in items if item.phase == phase]
-            self._resolve(batch, result)
-            self._fetch(batch)
-            self._map(self._apply_one, [i for i in batch if i.action is None], result, self._settled)
-            if phase == o.PHASE_CRD:
-                self._crds_ready([i for i in batch if i.action in (CREATED, UPDATED)], result)
             if self.client.unreachable:
                 break  # nothing more can be sent
+            batch = [item for item in items if item.phase == phase]
+            if waiting is not None and phase == o.PHASE_MAIN:
+                self._apply_batch([i for i in batch if (i.ref.api_version, i.ref.kind) not in new_kinds], result)
+                batch = [i for i in batch if (i.ref.api_version, i.ref.kind) in new_kinds]
+            if waiting is not None and phase >= o.PHASE_MAIN:
+                self._crds_ready(waiting, result)
+                waiting = None
+            self._apply_batch(batch, result)
+            if phase == o.PHASE_CRD:
+                waiting = [i for i in batch if i.action in (CREATED, UPDATED)]
+                new_kinds = set((kind[0], kind[1]) for i in waiting for kind in o.crd_kinds(i.obj))
+        if waiting is not None and not self.client.unreachable:
+            self._crds_ready(waiting, result)
         if result.errors:
             raise ApplyError(self._summary("apply failed", result), result)
         if prune:
@@ -163,6 +174,11 @@ class Engine:
             self._delete_owned(wanted, result, self.set)
         self._finish(result, "prune failed")
         return result
+
+    def _apply_batch(self, batch, result):
+        self._resolve(batch, result)
+        self._fetch(batch)
+        self._map(self._apply_one, [i for i in batch if i.action is None], result, self._settled)
 
     def delete(self, definitions, wait=False):
         """Delete the listed objects that kfocp owns, and take back kfocp's fields from the listed
