@@ -101,3 +101,34 @@ def test_example_sized_render_installs_with_preinstalled_crds_and_prunes(playboo
             kube.delete(crds, example_tree.OLM_OWNED)
         except KubeError:
             pass
+
+
+def test_remote_bases_fail_before_any_change_or_come_from_a_local_mirror(playbook, kube, instance, tmp_path):
+    example_tree.write(tmp_path / "tree")
+    out = tmp_path / "gitops"
+    extra = {"kfocp_instance": instance, "components_source": "dir", "components_dir": str(tmp_path / "tree"),
+             "components_catalog": {"remote": ["remote"]}, "components_components": {"remote": "managed"},
+             "components_render_dir": str(out)}
+    offline = playbook("components", extra)
+    assert offline.rc != 0
+    assert "remote base(s), which kustomize would fetch from the network: %s (in remote/kustomization.yaml, " \
+        "component remote)" % example_tree.REMOTE_BASE in offline.stdout.replace("\n", " ").replace("    ", " ")
+    assert not out.exists()
+    mirrored = playbook("components", dict(extra, components_remote_bases={
+        "https://github.com/kubeflow/pipelines": str(tmp_path / "tree" / "mirror" / "pipelines")}))
+    assert mirrored.rc == 0, mirrored.stdout
+    assert (out / "configmap_core_kubeflow_pipeline-install-config.yaml").exists()
+
+
+def test_a_missing_cert_manager_says_how_to_get_it(kube, instance):
+    from ansible_collections.kfocp.kubeflow.plugins.module_utils.engine import Engine
+    from ansible_collections.kfocp.kubeflow.plugins.module_utils.objects import DefinitionError
+    certificate = {"apiVersion": "cert-manager.io/v1", "kind": "Certificate",
+                   "metadata": {"name": "webhook-cert", "namespace": "kubeflow"}, "spec": {"secretName": "x"}}
+    try:
+        Engine(kube, instance=instance, set_name="components").apply([certificate])
+    except DefinitionError as err:
+        assert "no kind Certificate in cert-manager.io/v1" in str(err)
+        assert "cert-manager Operator for Red Hat OpenShift" in str(err)
+    else:
+        raise AssertionError("a Certificate without cert-manager was accepted")
