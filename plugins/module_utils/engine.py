@@ -28,6 +28,8 @@ CHANGES = (CREATED, UPDATED, DELETED, RELEASED)
 # kfocp's labelled objects (and one metadata LIST for the existence of the others). A run that
 # prunes lists every kind it applies, since prune needs the list anyway.
 _GET_LIMIT = 32
+# Seconds of one watch request while waiting for CRDs to be Established (a new one follows).
+_WATCH_WINDOW = 2
 # Kinds never pruned or scanned: they are not desired state.
 _NEVER_SCAN = {("v1", "Event"), ("events.k8s.io/v1", "Event"), ("v1", "ComponentStatus"),
                ("v1", "Endpoints"), ("discovery.k8s.io/v1", "EndpointSlice"),
@@ -586,7 +588,9 @@ class Engine:
     def _watch_crds(self, res, pending, since, deadline):
         """Follow CRD changes after `since` until every pending CRD is Established or the deadline;
         returns the last resource version seen."""
-        for kind, crd in self.client.watch(res, since, timeout=max(1, deadline - time.monotonic())):
+        # short windows: a proxy that buffers whole answers still passes each within seconds
+        window = max(1, min(_WATCH_WINDOW, deadline - time.monotonic()))
+        for kind, crd in self.client.watch(res, since, timeout=window):
             if kind == "ERROR":
                 raise KubeError("watch of CRDs: %s" % crd.get("message", crd), crd.get("code") or 0, crd)
             since = (crd.get("metadata") or {}).get("resourceVersion") or since
