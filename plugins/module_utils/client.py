@@ -303,6 +303,38 @@ class Client:
         query = {"propagationPolicy": "Background", "dryRun": "All" if dry_run else None}
         return self.request("DELETE", self.path(res, namespace, name), query=query, allow=(404,))
 
+    def watch(self, res, resource_version, timeout=60, label_selector=None):
+        """Yield (event type, object) for the changes to one kind after `resource_version`, for at
+        most `timeout` seconds (the server ends the stream then). A failed request raises KubeError."""
+        query = {"watch": "1", "resourceVersion": resource_version, "labelSelector": label_selector,
+                 "timeoutSeconds": str(max(1, int(timeout))), "allowWatchBookmarks": "true"}
+        url = self.host + self.path(res) + "?" + "&".join(
+            "%s=%s" % (k, _quote(v)) for k, v in query.items() if v is not None)
+        self.requests += 1
+        try:
+            resp = self.pool.request("GET", url, preload_content=False, retries=False,
+                                     timeout=urllib3.Timeout(connect=10, read=max(1, int(timeout)) + 10),
+                                     headers=self._headers("application/json", None))
+        except urllib3.exceptions.HTTPError as err:
+            raise KubeError("watch of %s failed: %s" % (res.plural, _root(err)))
+        try:
+            if resp.status >= 300:
+                body = _decode(resp.read())
+                raise KubeError("watch of %s: %d %s" % (res.plural, resp.status, body.get("message", "")),
+                                resp.status, body)
+            pending = b""
+            for chunk in resp.stream(65536):
+                pending += chunk
+                while b"\n" in pending:
+                    line, pending = pending.split(b"\n", 1)
+                    if line.strip():
+                        event = json.loads(line)
+                        yield event.get("type"), event.get("object") or {}
+        except urllib3.exceptions.HTTPError as err:
+            raise KubeError("watch of %s failed: %s" % (res.plural, _root(err)))
+        finally:
+            resp.release_conn()
+
 
 # 500s that the API server gives for a malformed object: retrying cannot help.
 _PERMANENT_500 = ("failed to create typed patch object", "failed to convert", "unable to convert")

@@ -28,6 +28,8 @@ CHANGES = (CREATED, UPDATED, DELETED, RELEASED)
 # kfocp's labelled objects (and one metadata LIST for the existence of the others). A run that
 # prunes lists every kind it applies, since prune needs the list anyway.
 _GET_LIMIT = 32
+# Seconds of one watch request while waiting for CRDs to be Established (a new one follows).
+_WATCH_WINDOW = 2
 # Kinds never pruned or scanned: they are not desired state.
 _NEVER_SCAN = {("v1", "Event"), ("events.k8s.io/v1", "Event"), ("v1", "ComponentStatus"),
                ("v1", "Endpoints"), ("discovery.k8s.io/v1", "EndpointSlice"),
@@ -44,13 +46,15 @@ class ApplyError(Exception):
 
 class Item:
     __slots__ = ("index", "ref", "obj", "mode", "shared", "set", "phase", "res", "live", "exists", "action", "diff",
-                 "force", "manager")
+                 "force", "manager", "adopt", "applied")
 
-    def __init__(self, index, obj, mode, set_name=None, force=False, manager=o.MANAGER):
+    def __init__(self, index, obj, mode, set_name=None, force=False, manager=o.MANAGER, adopt=False):
         self.index = index
         self.set = set_name
         self.manager = manager  # the field manager that applies it
-        self.force = force
+        self.force = force or adopt
+        self.adopt = adopt  # take it over when someone else created it (o.ADOPT)
+        self.applied = None  # the API server's answer to the apply (a CRD's status is read from it)
         self.obj = obj
         self.ref = o.ref(obj)
         self.mode = mode
@@ -70,6 +74,7 @@ class Result:
         self.diffs = []
         self.errors = []
         self.warnings = []
+        self.adopted = []  # objects someone else created that this run took over
 
     def record(self, ref, action, message=None):
         entry = {"apiVersion": ref.api_version, "kind": ref.kind, "name": ref.name, "action": action}
@@ -98,6 +103,14 @@ class Result:
             out["api_warnings"] = sorted(set(self.warnings))
         if self.diffs:
             out["diff"] = self.diffs
+        if self.adopted:
+            out["adopted"] = self.adopted
+        skipped = ["%s %s%s: %s" % (i["kind"], i.get("namespace", "") and i["namespace"] + "/", i["name"],
+                                    i.get("message", "")) for i in self.items if i["action"] == SKIPPED]
+        if skipped:
+            out["left_alone"] = skipped
+        if self.errors:
+            out["failures"] = list(self.errors)
         return out
 
 
@@ -132,21 +145,42 @@ class Engine:
         self._prune = prune
         items = self._plan(definitions)
         wanted = set(_unversioned(item.ref) for item in items)
+        # One failure does not stop the rest: every phase is applied as far as it can be (an object
+        # whose CRD or namespace failed fails in turn, naming its kind or namespace), and the run
+        # fails at the end with every failure and its object. Prune runs only after a clean apply.
+        # While the API server establishes the CRDs this run created or changed, the Namespaces and
+        # every object of another kind are applied; only the custom resources of those CRDs, and
+        # the admission webhooks (last), wait for them.
+        waiting, new_kinds = None, set()
         for phase in sorted(set(item.phase for item in items)):
+            if self.client.unreachable:
+                break  # nothing more can be sent
             batch = [item for item in items if item.phase == phase]
-            self._resolve(batch, result)
-            self._fetch(batch)
-            self._map(self._apply_one, [i for i in batch if i.action is None], result, self._settled)
-            if result.errors:
-                raise ApplyError(self._summary("apply failed", result), result)
+            if waiting is not None and phase == o.PHASE_MAIN:
+                self._apply_batch([i for i in batch if (i.ref.api_version, i.ref.kind) not in new_kinds], result)
+                batch = [i for i in batch if (i.ref.api_version, i.ref.kind) in new_kinds]
+            if waiting is not None and phase >= o.PHASE_MAIN:
+                self._crds_ready(waiting, result)
+                waiting = None
+            self._apply_batch(batch, result)
             if phase == o.PHASE_CRD:
-                self._crds_ready([i for i in batch if i.action in (CREATED, UPDATED)])
+                waiting = [i for i in batch if i.action in (CREATED, UPDATED)]
+                new_kinds = set((kind[0], kind[1]) for i in waiting for kind in o.crd_kinds(i.obj))
+        if waiting is not None and not self.client.unreachable:
+            self._crds_ready(waiting, result)
+        if result.errors:
+            raise ApplyError(self._summary("apply failed", result), result)
         if prune:
             if not self.set:
                 raise o.DefinitionError("prune needs a set: the objects it may delete are those of the same set")
             self._delete_owned(wanted, result, self.set)
         self._finish(result, "prune failed")
         return result
+
+    def _apply_batch(self, batch, result):
+        self._resolve(batch, result)
+        self._fetch(batch)
+        self._map(self._apply_one, [i for i in batch if i.action is None], result, self._settled)
 
     def delete(self, definitions, wait=False):
         """Delete the listed objects that kfocp owns, and take back kfocp's fields from the listed
@@ -191,7 +225,8 @@ class Engine:
             set_name = ((obj.get("metadata") or {}).get("annotations") or {}).get(o.SET_OVERRIDE) or self.set
             applier = o.applying_set(obj, mode, self.set, self.instance)
             manager = o.patch_manager(self.field_manager, applier) if applier else self.field_manager
-            items.append(Item(index, prepared, mode, set_name or self.instance, o.forced(obj), manager))
+            items.append(Item(index, prepared, mode, set_name or self.instance, o.forced(obj), manager,
+                              o.adopted(obj)))
         self._check_kinds(items)
         return items
 
@@ -213,8 +248,9 @@ class Engine:
                 namespaced = from_crds[key]
             else:
                 problems.append("definitions[%d] %s: the API server has no kind %s in %s; check apiVersion "
-                                "and kind, or install the CRD or operator that provides it"
-                                % (item.index, o.describe(item.ref), item.ref.kind, item.ref.api_version))
+                                "and kind, or install the CRD or operator that provides it%s"
+                                % (item.index, o.describe(item.ref), item.ref.kind, item.ref.api_version,
+                                   _PROVIDERS.get(o.group_version(item.ref.api_version)[0], "")))
                 continue
             if namespaced and not item.ref.namespace:
                 problems.append("definitions[%d] %s: metadata.namespace is required, %s is namespaced"
@@ -316,15 +352,12 @@ class Engine:
         if item.shared and not item.exists:
             return FAILED, ("does not exist. kfocp only adds its fields to this object and never creates it; "
                             "create it first (its owner normally does)")
+        taken = None
         if not item.shared and foreign is not None:
-            labels = (foreign.get("metadata") or {}).get("labels") or {}
-            if item.mode == o.ENSURE:
-                return SKIPPED, "exists and is not kfocp's: left as it is"
-            if not self.adopt:
-                who = ("kfocp instance %r" % labels[o.INSTANCE]) if labels.get(o.MANAGED_BY) == o.MANAGER \
-                    else "someone else"
-                return FAILED, ("already exists and was created by %s, so kfocp leaves it as it is. Delete it "
-                                "or rename yours, or set adopt: true to let this instance manage it" % who)
+            outcome = self._foreign(item, foreign)
+            if outcome is not None:
+                return outcome
+            taken = o.describe(ref)
         before = item.live if item.live is not None else foreign
         if item.live is not None and o.up_to_date(item.live, item.obj):
             return UNCHANGED, None
@@ -338,6 +371,7 @@ class Engine:
                 # a dry run reports what a real run would refuse to do, without failing
                 return CONFLICT, self._explain(err)
             return FAILED, self._explain(err)
+        item.applied = after
         if not item.exists:
             action = CREATED
         elif self.check:
@@ -347,7 +381,31 @@ class Engine:
             action = UPDATED if after["metadata"].get("resourceVersion") != old else UNCHANGED
         if self.diff and action != UNCHANGED:
             item.diff = (o.strip(before) if before else {}, o.strip(after))
+        if taken:
+            return action, "%s: it was created by someone else (%s)" % (
+                "would be taken over" if self.check else "taken over", _creators(foreign))
         return action, None
+
+    def _foreign(self, item, foreign):
+        """The policy for an object someone else created, per ownership mode: (action, message) to
+        stop at, or None to go on and take it over.
+
+        - ensure (platform Namespaces, upstream CRDs not named for takeover): left as it is, skipped;
+        - adopt (the run's switch, or the object's own o.ADOPT): taken over, unless an operator
+          controls it (a controller ownerReference, OLM's labels): then left alone and skipped;
+        - otherwise: a failure naming who created it."""
+        labels = (foreign.get("metadata") or {}).get("labels") or {}
+        if item.mode == o.ENSURE and not item.adopt:
+            return SKIPPED, "exists and is not kfocp's: left as it is (created by %s)" % _creators(foreign)
+        if self.adopt or item.adopt:
+            operator = o.operator_owner(foreign)
+            if operator:
+                return SKIPPED, "exists and %s manages it: left alone" % operator
+            return None
+        who = ("kfocp instance %r" % labels[o.INSTANCE]) if labels.get(o.MANAGED_BY) == o.MANAGER \
+            else "someone else"
+        return FAILED, ("already exists and was created by %s, so kfocp leaves it as it is. Delete it "
+                        "or rename yours, or set adopt: true to let this instance manage it" % who)
 
     def _explain(self, err):
         if err.status == 409 and err.reason == "Conflict":
@@ -492,21 +550,56 @@ class Engine:
 
     # ------------------------------------------------------------ CRDs
 
-    def _crds_ready(self, crd_items):
+    def _crds_ready(self, crd_items, result):
+        """Wait until the CRDs this run created or changed are Established (their kinds are served).
+
+        The apply answers already hold each CRD's status; the rest are followed with one watch of
+        CRDs from the oldest of their resource versions, which sends only the changes, instead of
+        reading every pending CRD again and again. A CRD still not Established at the deadline is a
+        failure of that CRD (the objects of its kinds then fail too, naming the kind)."""
         if self.check or not crd_items:
             return
         res = crd_items[0].res
+        pending = dict((item.ref.name, item) for item in crd_items if not _established(item.applied))
         deadline = time.monotonic() + self.wait_timeout
-        pending = [item.ref.name for item in crd_items]
-        while pending:
-            states = self._pool(lambda name: self.client.get(res, name), pending)
-            pending = [name for name, crd in zip(pending, states) if not _established(crd)]
-            if not pending:
-                break
-            if time.monotonic() > deadline:
-                raise ApplyError("CRDs not Established after %ds: %s" % (self.wait_timeout, ", ".join(pending)))
-            time.sleep(0.2)
+        versions = [int(rv) for rv in ((i.applied or {}).get("metadata", {}).get("resourceVersion")
+                                       for i in pending.values()) if str(rv or "").isdigit()]
+        since = str(min(versions) - 1) if versions else None
+        while pending and time.monotonic() < deadline:
+            try:
+                since = self._watch_crds(res, pending, since, deadline)
+            except KubeError:
+                since = None  # too old a resource version, or no watch allowed: read them once, then watch anew
+                for name, crd in zip(list(pending), self._pool(lambda n: self.client.get(res, n), list(pending))):
+                    if _established(crd):
+                        pending.pop(name)
+                    elif crd is not None and since is None:
+                        since = crd["metadata"]["resourceVersion"]
+                if pending and time.monotonic() < deadline:
+                    time.sleep(0.5)
+        for name, item in sorted(pending.items()):
+            item.action = FAILED
+            message = "not Established after %ds: its kinds are not served" % self.wait_timeout
+            result.items = [entry for entry in result.items if not (entry["kind"] == item.ref.kind and
+                                                                    entry["name"] == name)]
+            result.record(item.ref, FAILED, message)
         self.client.forget()
+
+    def _watch_crds(self, res, pending, since, deadline):
+        """Follow CRD changes after `since` until every pending CRD is Established or the deadline;
+        returns the last resource version seen."""
+        # short windows: a proxy that buffers whole answers still passes each within seconds
+        window = max(1, min(_WATCH_WINDOW, deadline - time.monotonic()))
+        for kind, crd in self.client.watch(res, since, timeout=window):
+            if kind == "ERROR":
+                raise KubeError("watch of CRDs: %s" % crd.get("message", crd), crd.get("code") or 0, crd)
+            since = (crd.get("metadata") or {}).get("resourceVersion") or since
+            name = (crd.get("metadata") or {}).get("name")
+            if kind in ("ADDED", "MODIFIED") and name in pending and _established(crd):
+                pending.pop(name)
+            if not pending or time.monotonic() >= deadline:
+                break
+        return since
 
     # ------------------------------------------------------------ plumbing
 
@@ -526,6 +619,8 @@ class Engine:
             item, action, message = next(ran) if outcome is None else (item,) + outcome
             item.action = action
             result.record(item.ref, action, message)
+            if message and message.startswith("taken over"):
+                result.adopted.append(o.describe(item.ref))
             if item.diff is not None:
                 before, after = item.diff
                 result.diffs.append({"before_header": o.describe(item.ref), "after_header": o.describe(item.ref),
@@ -551,6 +646,22 @@ class Engine:
         more = len(result.errors) - len(shown)
         tail = " (and %d more)" % more if more else ""
         return "%s for %d object(s): %s%s" % (prefix, len(result.errors), "; ".join(shown), tail)
+
+
+# Where to get the kinds a render commonly needs from a prerequisite, named when they are missing.
+_PROVIDERS = {
+    "cert-manager.io": " (cert-manager is a prerequisite: on OpenShift, install the cert-manager Operator for Red "
+                       "Hat OpenShift from OperatorHub; elsewhere, cert-manager's own manifests or Helm chart)",
+    "acme.cert-manager.io": " (cert-manager is a prerequisite: on OpenShift, install the cert-manager Operator for "
+                            "Red Hat OpenShift from OperatorHub)",
+}
+
+
+def _creators(live):
+    """The field managers that wrote a live object, for people to read."""
+    managers = sorted(set(entry.get("manager") for entry in (live.get("metadata") or {}).get("managedFields") or []
+                          if entry.get("manager")))
+    return ", ".join(managers) or "an unknown writer"
 
 
 def _unversioned(ref):

@@ -206,6 +206,108 @@ def build_path(kubectl, root, component, path, timeout=300):
     return [doc for doc in docs if isinstance(doc, dict) and doc]
 
 
+# ---------------------------------------------------------------- remote bases (air gap)
+
+_REMOTE = re.compile(r"^(git::|https?://|ssh://|git@|github\.com/|gitlab\.com/|bitbucket\.org/)")
+
+
+def _remote_key(url):
+    """A remote base's URL without scheme, ref and `//` marker: github.com/org/repo/path."""
+    text = re.sub(r"^(git::)?(https?|ssh)://", "", url.strip())
+    text = re.sub(r"^git@([^:]+):", r"\1/", text)
+    text = text.split("?", 1)[0].replace(".git/", "/").replace("//", "/").rstrip("/")
+    return text[:-4] if text.endswith(".git") else text
+
+
+def _kustomization(directory):
+    for name in KUSTOMIZATION_FILES:
+        path = os.path.join(directory, name)
+        if os.path.isfile(path):
+            return path
+    return None
+
+
+def remote_bases(root, path):
+    """Every remote base that building `path` would fetch: [(kustomization file relative to the
+    tree, entry)], following the local bases it names."""
+    found, seen, todo = [], set(), [os.path.realpath(os.path.join(root, path))]
+    while todo:
+        directory = todo.pop()
+        if directory in seen:
+            continue
+        seen.add(directory)
+        kustomization = _kustomization(directory)
+        if not kustomization:
+            continue
+        try:
+            with open(kustomization) as handle:
+                doc = yaml.load(handle, Loader=_Loader) or {}
+        except (OSError, yaml.YAMLError):
+            continue  # kustomize reports it with its own message
+        for key in ("resources", "bases", "components"):
+            for entry in doc.get(key) or [] if isinstance(doc, dict) else []:
+                if not isinstance(entry, str):
+                    continue
+                if _REMOTE.match(entry):
+                    found.append((os.path.relpath(kustomization, root), entry))
+                elif os.path.isdir(os.path.join(directory, entry)):
+                    todo.append(os.path.realpath(os.path.join(directory, entry)))
+    return found
+
+
+def _mirror_of(entry, mirrors):
+    """The local directory of a remote base under `mirrors` ({URL prefix: directory}), or None."""
+    key = _remote_key(entry)
+    best = None
+    for prefix, directory in (mirrors or {}).items():
+        norm = _remote_key(prefix)
+        if key == norm or key.startswith(norm + "/"):
+            if best is None or len(norm) > len(best[0]):
+                best = (norm, directory)
+    if best is None:
+        return None
+    return os.path.join(best[1], key[len(best[0]):].lstrip("/")) if key != best[0] else best[1]
+
+
+def localise(root, components, mirrors, workdir):
+    """The tree to build: `root` itself when no component names a remote base; else a copy in
+    which each remote base is replaced by its local mirror (`mirrors`: {URL prefix: directory}).
+    A remote base without a mirror fails here, before anything is built or changed, naming each."""
+    remote = {}
+    for component in sorted(components or {}):
+        for path in components[component]:
+            for kustomization, entry in remote_bases(root, path):
+                remote.setdefault((kustomization, entry), set()).add(component)
+    if not remote:
+        return root
+    missing = []
+    for (kustomization, entry), names in sorted(remote.items()):
+        target = _mirror_of(entry, mirrors)
+        if target is None:
+            missing.append("%s (in %s, component %s)" % (entry, kustomization, ", ".join(sorted(names))))
+        elif not os.path.isdir(target):
+            missing.append("%s: its mirror %s is not a directory (in %s)" % (entry, target, kustomization))
+    if missing:
+        raise SourceError("the manifests name %d remote base(s), which kustomize would fetch from the network: %s. "
+                          "For an air-gapped site, clone each repository at the release's ref and map its URL to "
+                          "the clone in components_remote_bases ({https://github.com/<org>/<repo>: /path/to/clone}), "
+                          "or drop the component" % (len(missing), "; ".join(missing)))
+    copy = os.path.join(workdir, "localised")
+    shutil.copytree(root, copy, symlinks=True)
+    for kustomization in sorted(set(pair[0] for pair in remote)):
+        path = os.path.join(copy, kustomization)
+        with open(path) as handle:
+            doc = yaml.load(handle, Loader=_Loader) or {}
+        for key in ("resources", "bases", "components"):
+            if isinstance(doc.get(key), list):
+                # kustomize takes a base by a relative path only
+                doc[key] = [os.path.relpath(os.path.realpath(_mirror_of(e, mirrors)), os.path.dirname(path))
+                            if isinstance(e, str) and _REMOTE.match(e) else e for e in doc[key]]
+        with open(path, "w") as handle:
+            handle.write(yaml.dump(doc, Dumper=_Dumper, default_flow_style=False, sort_keys=False))
+    return copy
+
+
 def build(params):
     """{component: [objects]} for every component in params['components'] ({name: [paths]}),
     and the source's description."""
@@ -213,6 +315,7 @@ def build(params):
     workdir = tempfile.mkdtemp(prefix="kfocp-manifests-")
     try:
         root, info = fetch(params, workdir)
+        root = localise(root, params.get("components") or {}, params.get("remote_bases") or {}, workdir)
         rendered = {}
         for component in sorted(params.get("components") or {}):
             objs = []

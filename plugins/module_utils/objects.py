@@ -39,6 +39,11 @@ NAMESPACES_SET = "namespaces"
 # live one and that keeps the other writers' part (a member roll's member list). Every other
 # conflict stays an error.
 FORCE = "kfocp.io/force"
+# A desired object with this annotation set to "true" (never sent) takes over the object when
+# someone else created it (as adopt does for a whole run), with its fields (as FORCE does): an
+# upstream CRD that an earlier install or the cluster put there, named by the user. An object
+# that an operator controls (a controller ownerReference, OLM's labels) is never taken over.
+ADOPT = "kfocp.io/adopt"
 # A shared object records here (JSON {"spec.members": [...]}, dotted paths) the items kfocp put into
 # its atomic lists with FORCE. Giving the object back removes exactly those items and hands each
 # list, with the other writers' items, to the field manager GIVE_BACK, so that kfocp's own
@@ -157,6 +162,7 @@ def prepare(obj, instance, set_name):
     annotations = dict(meta.get("annotations") or {})
     annotations.pop(OWNERSHIP, None)
     annotations.pop(FORCE, None)
+    annotations.pop(ADOPT, None)
     shared = mode == SHARED
     applier = applying_set(obj, mode, set_name, instance)
     set_name = annotations.pop(SET_OVERRIDE, None) or set_name
@@ -198,6 +204,28 @@ def co_declaring_set(obj, set_name):
 def forced(obj):
     """True when the desired object takes over its fields from other field managers (FORCE)."""
     return ((obj.get("metadata") or {}).get("annotations") or {}).get(FORCE) == "true"
+
+
+def adopted(obj):
+    """True when the desired object takes over the object someone else created (ADOPT)."""
+    return ((obj.get("metadata") or {}).get("annotations") or {}).get(ADOPT) == "true"
+
+
+_OLM_LABELS = ("olm.owner", "olm.managed", "operators.coreos.com/")
+
+
+def operator_owner(live):
+    """Who controls a live object that an operator manages, or None: the controller named by its
+    ownerReferences, or OLM (an object OLM installed from an operator bundle)."""
+    meta = live.get("metadata") or {}
+    for owner in meta.get("ownerReferences") or []:
+        if owner.get("controller"):
+            return "its controller %s %s" % (owner.get("kind"), owner.get("name"))
+    labels = meta.get("labels") or {}
+    for key in sorted(labels):
+        if key.startswith(_OLM_LABELS):
+            return "OLM (label %s=%s)" % (key, labels[key])
+    return None
 
 
 def give_back(live):

@@ -12,15 +12,21 @@ short_description: Apply, prune or delete a list of Kubernetes objects with serv
 version_added: 0.1.0
 description:
   - Applies every object of O(definitions) in one task with server-side apply (field manager
-    C(kfocp)), concurrently, in phases - CustomResourceDefinitions first (then waits until they
-    are Established), Namespaces, everything else, and admission webhook configurations last.
+    C(kfocp)), concurrently, in phases - CustomResourceDefinitions first, Namespaces, everything
+    else, and admission webhook configurations last. The custom resources of the CRDs the run
+    created or changed, and the webhooks, wait until those CRDs are Established (one watch).
+  - One failed object does not stop the rest - every phase is applied as far as it can be, then
+    the task fails with every failure and its object (RV(failures)). Prune runs only after an
+    apply without failure.
   - Labels every object it creates with C(app.kubernetes.io/managed-by=kfocp),
     C(app.kubernetes.io/part-of=kfocp), C(kfocp.io/instance=<instance>) and C(kfocp.io/set=<set>).
   - Reports C(changed) exactly. An object whose desired state is unchanged since it was last
     applied, and whose fields still hold their values, costs no API request.
   - Never deletes or overwrites what it did not create. An object that exists without this
-    instance's labels is an error unless O(adopt=true). A field owned by another field manager is
-    an error unless O(force=true).
+    instance's labels is an error unless O(adopt=true), or the desired object has the annotation
+    C(kfocp.io/adopt=true) (never sent). An object an operator controls (a controller
+    ownerReference, OLM's labels) is never taken over - it is skipped and reported. A field owned
+    by another field manager is an error unless O(force=true).
   - An object with the annotation C(kfocp.io/ownership=shared) belongs to someone else. The
     module only adds its fields to it, never creates or deletes it, and gives its fields back
     when the object leaves the desired state or on O(state=absent).
@@ -110,6 +116,22 @@ objects:
   sample: [{apiVersion: v1, kind: Namespace, name: team-a, action: created}]
 api_warnings:
   description: Warnings the API server returned (deprecated APIs, unknown fields).
+  returned: when there were any
+  type: list
+  elements: str
+failures:
+  description: Every object that failed, with why.
+  returned: when there were any
+  type: list
+  elements: str
+  sample: ["ConfigMap kubeflow/app-config: already exists and was created by someone else, ..."]
+left_alone:
+  description: The objects someone else created that were left as they are (skipped), with why.
+  returned: when there were any
+  type: list
+  elements: str
+adopted:
+  description: The objects someone else created that this run took over.
   returned: when there were any
   type: list
   elements: str

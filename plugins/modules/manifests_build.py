@@ -53,6 +53,14 @@ options:
       - The kubectl to run. Default - kubectl on PATH, else the one the local control plane
         built under C(~/.cache/kfocp/bin/<version>/).
     type: path
+  remote_bases:
+    description:
+      - Local mirrors of remote kustomize bases, for air-gapped sites - each URL prefix (such as
+        C(https://github.com/kubeflow/pipelines)) mapped to a local clone of that repository at the
+        ref the manifests name. The rest of the URL's path is taken inside the clone.
+      - A remote base that no prefix matches fails the task before anything is built, naming each.
+    type: dict
+    default: {}
   timeout:
     description: Seconds allowed for the clone and for each build.
     type: int
@@ -109,6 +117,7 @@ def main():
         "components": {"type": "dict", "required": True},
         "kubectl": {"type": "path"},
         "timeout": {"type": "int", "default": 600},
+        "remote_bases": {"type": "dict", "default": {}},
     }, supports_check_mode=True)
     if not HAS_YAML:
         module.fail_json(msg=missing_required_lib("PyYAML"))

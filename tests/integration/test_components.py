@@ -64,7 +64,8 @@ def test_apply_idempotence_prune_one_component_and_absent(playbook, kube, instan
         assert namespace["metadata"]["labels"]["istio-injection"] == "enabled"
         envoy = kube.get(kube.resource("apps/v1", "Deployment"), "metadata-envoy-deployment", ns)
         assert envoy["spec"]["template"]["spec"]["containers"][0]["args"] == ["/etc/envoy.yaml", "--base-id", "1"]
-        assert envoy["spec"]["template"]["metadata"]["annotations"]["sidecar.istio.io/inject"] == "true"
+        # upstream's own "false" stays
+        assert envoy["spec"]["template"]["metadata"]["annotations"]["sidecar.istio.io/inject"] == "false"
         auth = kube.get(kube.resource("apps/v1", "StatefulSet"), "authservice", "istio-system")
         assert auth["spec"]["template"]["metadata"]["annotations"][
             "traffic.sidecar.istio.io/excludeOutboundPorts"] == "443"
@@ -73,7 +74,7 @@ def test_apply_idempotence_prune_one_component_and_absent(playbook, kube, instan
         binding = kube.get(kube.resource("rbac.authorization.k8s.io/v1", "RoleBinding"),
                            "kfocp-components-scc-privileged-kserve-localmodelnode-agent", ns)
         assert binding["roleRef"]["name"] == "system:openshift:scc:privileged"
-        assert "hostPath" in binding["metadata"]["annotations"]["kfocp.io/scc-reason"]
+        assert "securityContext.privileged" in binding["metadata"]["annotations"]["kfocp.io/scc-reason"]
         assert "SERVICE ACCOUNT" in first.stdout and "kserve-localmodelnode-agent" in first.stdout
 
         second = playbook("components", extra)

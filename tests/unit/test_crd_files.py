@@ -308,7 +308,7 @@ def test_specific_shapes():
 SCC_REQUIRED = ["allowHostDirVolumePlugin", "allowHostIPC", "allowHostNetwork", "allowHostPID", "allowHostPorts",
                 "allowPrivilegedContainer", "allowedCapabilities", "defaultAddCapabilities", "priority",
                 "readOnlyRootFilesystem", "requiredDropCapabilities", "volumes"]
-SEEDED_SCCS = {"restricted-v2", "nonroot-v2", "nonroot", "anyuid", "privileged", "hostnetwork-v2"}
+SEEDED_SCCS = {"restricted-v2", "nonroot-v2", "nonroot", "anyuid", "privileged", "hostnetwork-v2", "hostmount-anyuid"}
 
 
 def test_seed_sccs_validate_against_crd():

@@ -8,8 +8,10 @@ import yaml
 from hypothesis import given, settings, strategies as st
 
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import manifests as m
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import scc_policies
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.objects import DefinitionError
 
+ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "manifests"
 CATALOG = yaml.safe_load((Path(__file__).resolve().parents[2] / "roles" / "components" / "defaults" /
                           "main.yml").read_text())["components_catalog"]
@@ -186,7 +188,7 @@ def test_mirror_images_rewrites_containers_args_env_configmaps_and_custom_resour
                                   "other: quay.io/unknown/image:v2\nurl: http://ml-pipeline.kubeflow.svc:8888/apis\n"}}
     cr = {"apiVersion": "serving.kserve.io/v1alpha1", "kind": "ClusterServingRuntime", "metadata": {"name": "s"},
           "spec": {"containers": [{"name": "k", "image": "docker.io/kubeflowkatib/x:1"}]}}
-    objs, mirror, unmatched = m.mirror_images([dep, cm, cr], PREFIXES)
+    objs, mirror, unmatched, _warnings = m.mirror_images([dep, cm, cr], PREFIXES)
     c = objs[0]["spec"]["template"]["spec"]["containers"][0]
     assert c["image"] == "registry.example.com/kfp/kfp-api-server:2.5.0"
     assert c["env"][0]["value"] == "registry.example.com/kfp/kfp-launcher:2.5.0"
@@ -202,7 +204,7 @@ def test_mirror_images_rewrites_containers_args_env_configmaps_and_custom_resour
 
 
 def test_mirror_images_with_an_empty_map_reports_every_image_unmatched():
-    objs, mirror, unmatched = m.mirror_images([deployment("a", image="ghcr.io/kubeflow/a:1")], {})
+    objs, mirror, unmatched, _warnings = m.mirror_images([deployment("a", image="ghcr.io/kubeflow/a:1")], {})
     assert mirror == [] and unmatched == ["ghcr.io/kubeflow/a:1"]
 
 
@@ -226,7 +228,7 @@ def test_mirror_images_property(image_sets):
             {"name": "i%d" % j, "image": img} for j, img in enumerate(images[1:])]
         objs.append(dep)
     before = copy.deepcopy(objs)
-    out, mirror, unmatched = m.mirror_images(objs, PREFIXES)
+    out, mirror, unmatched, _warnings = m.mirror_images(objs, PREFIXES)
     assert objs == before
     targets = set(PREFIXES.values())
     for obj in out:
@@ -237,27 +239,65 @@ def test_mirror_images_property(image_sets):
     for images in image_sets:
         for image in images:
             assert (m.normalise_image(image) in sources) != (image in unmatched)
-    again, mirror_again, unmatched_again = m.mirror_images(out, PREFIXES)
+    again, mirror_again, unmatched_again, _warnings = m.mirror_images(out, PREFIXES)
     assert again == out and mirror_again == [] and unmatched_again == unmatched
 
 
 # ---------------------------------------------------------------- sidecars
 
-def test_inject_sidecars_labels_namespace_and_annotates_every_workload():
+def test_inject_sidecars_labels_namespace_and_annotates_its_workloads_only():
     ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kubeflow"}}
+    other_ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "istio-system"}}
     auth = deployment("authservice", kind="StatefulSet", namespace="istio-system")
     envoy = deployment("metadata-envoy-deployment")
     envoy["spec"]["template"]["metadata"]["annotations"] = {m.INJECT: "false"}
+    labelled = deployment("labelled")
+    labelled["spec"]["template"]["metadata"]["labels"] = {m.INJECT: "false"}
+    both = deployment("both")
+    both["spec"]["template"]["metadata"]["labels"] = {m.INJECT: "true"}
     cron = {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "c", "namespace": "kubeflow"},
             "spec": {"jobTemplate": {"spec": {"template": {"spec": {"containers": []}}}}}}
     svc = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s", "namespace": "kubeflow"}}
-    out = m.inject_sidecars([ns, auth, envoy, cron, svc, deployment("skipped")], "kubeflow", exclude=("skipped",))
+    istiod = deployment("istiod", namespace="istio-system")
+    out = m.inject_sidecars([ns, other_ns, auth, envoy, labelled, both, cron, svc, deployment("skipped"), istiod],
+                            ["kubeflow"], exclude=("skipped",))
     assert out[0]["metadata"]["labels"] == {"istio-injection": "enabled"}
-    assert out[1]["spec"]["template"]["metadata"]["annotations"] == {m.INJECT: "true", m.EXCLUDE_OUTBOUND: "443"}
-    assert out[2]["spec"]["template"]["metadata"]["annotations"] == {m.INJECT: "true"}
-    assert out[3]["spec"]["jobTemplate"]["spec"]["template"]["metadata"]["annotations"] == {m.INJECT: "true"}
-    assert "annotations" not in out[4]["metadata"]
-    assert "annotations" not in out[5]["spec"]["template"]["metadata"]
+    assert "labels" not in out[1]["metadata"]
+    # outside the named namespaces: only authservice's outbound exclusion
+    assert out[2]["spec"]["template"]["metadata"]["annotations"] == {m.EXCLUDE_OUTBOUND: "443"}
+    # upstream's "false", label or annotation, stays; label and annotation agree
+    assert out[3]["spec"]["template"]["metadata"]["annotations"] == {m.INJECT: "false"}
+    assert out[4]["spec"]["template"]["metadata"]["labels"] == {m.INJECT: "false"}
+    assert out[4]["spec"]["template"]["metadata"]["annotations"] == {m.INJECT: "false"}
+    assert out[5]["spec"]["template"]["metadata"]["labels"] == {m.INJECT: "true"}
+    assert out[5]["spec"]["template"]["metadata"]["annotations"] == {m.INJECT: "true"}
+    assert out[6]["spec"]["jobTemplate"]["spec"]["template"]["metadata"]["annotations"] == {m.INJECT: "true"}
+    assert "annotations" not in out[7]["metadata"]
+    assert out[8]["spec"]["template"]["metadata"]["annotations"] == {m.INJECT: "false"}
+    assert "annotations" not in out[9]["spec"]["template"]["metadata"]
+
+
+@pytest.mark.parametrize("obj", [
+    deployment("istiod", namespace="kubeflow"),
+    deployment("istio-ingressgateway", namespace="kubeflow"),
+    deployment("knative-local-gateway", namespace="kubeflow"),
+    deployment("istio-cni-node", namespace="kubeflow", kind="DaemonSet"),
+    deployment("cert-manager-webhook", namespace="kubeflow"),
+    deployment("controller", namespace="knative-serving"),
+    deployment("x", namespace="cert-manager"),
+    deployment("cni", namespace="kube-system", kind="DaemonSet"),
+])
+def test_inject_sidecars_never_into_system_workloads(obj):
+    namespace = obj["metadata"]["namespace"]
+    out = m.inject_sidecars([obj], [namespace])
+    assert out[0]["spec"]["template"]["metadata"]["annotations"] == {m.INJECT: "false"}
+    assert m.sidecar_system_workload(obj)
+
+
+def test_inject_sidecars_knative_by_label():
+    obj = deployment("activator")
+    obj["metadata"]["labels"] = {"app.kubernetes.io/name": "knative-serving"}
+    assert m.inject_sidecars([obj], "kubeflow")[0]["spec"]["template"]["metadata"]["annotations"] == {m.INJECT: "false"}
 
 
 def test_inject_sidecars_with_a_revision_uses_the_revision_label():
@@ -277,7 +317,8 @@ def test_inject_sidecars_property(workloads):
     out = m.inject_sidecars(objs, "kubeflow")
     for before, after in zip(objs, out):
         annotations = after["spec"]["template"]["metadata"]["annotations"]
-        assert annotations[m.INJECT] == "true"
+        old_inject = (before["spec"]["template"]["metadata"].get("annotations") or {}).get(m.INJECT)
+        assert annotations[m.INJECT] == ("false" if old_inject == "false" else "true")
         assert (annotations.get(m.EXCLUDE_OUTBOUND) == "443") == (before["metadata"]["name"] == "authservice")
         old = before["spec"]["template"]["metadata"].get("annotations") or {}
         assert all(annotations[k] == v for k, v in old.items() if k != m.INJECT)
@@ -404,43 +445,109 @@ def test_external_argo_property(names, secret):
 
 # ---------------------------------------------------------------- SCC derivation
 
-@pytest.mark.parametrize("obj,scc,why", [
-    (deployment("mysql", sa="mysql", ctx={"runAsUser": 999}), "anyuid", "fixed UID 999"),
-    (deployment("root", sa="r", pod_ctx={"runAsUser": 0}), "anyuid", "runs as root"),
-    (deployment("p", sa="p", ctx={"privileged": True}), "privileged", "is privileged"),
-    (deployment("c", sa="c", ctx={"capabilities": {"add": ["NET_ADMIN"]}}), "privileged", "adds NET_ADMIN"),
-    (deployment("h", sa="h", volumes=[{"name": "x", "hostPath": {"path": "/x"}}], kind="DaemonSet"), "privileged",
-     "hostPath"),
-    (deployment("n", sa="n", hostNetwork=True), "privileged", "hostNetwork"),
+RANGE = {"start": 1000660000, "size": 10000}
+HOSTPATH = [{"name": "x", "hostPath": {"path": "/x"}}]
+DEFAULT_SECCOMP = {"seccompProfile": {"type": "RuntimeDefault"}}
+
+
+# One row per SCC strategy: the pod's security context, the least privileged SCC that admits it, and
+# the field that forced it (None: restricted-v2, no grant).
+@pytest.mark.parametrize("obj,scc,field", [
+    # runAsUser: MustRunAsRange (restricted-v2), MustRunAsNonRoot (nonroot-v2), RunAsAny (anyuid)
+    (deployment("ranged", sa="s", ctx={"runAsUser": 1000660005}), None, None),
+    (deployment("fixed", sa="s", ctx={"runAsUser": 1000}), "nonroot-v2", "runAsUser"),
+    (deployment("fixed", sa="s", pod_ctx={"runAsUser": 1000, "runAsNonRoot": True}), "nonroot-v2", "runAsUser"),
+    (deployment("root", sa="s", pod_ctx={"runAsUser": 0}), "anyuid", "runAsUser"),
+    (deployment("nonroot-false", sa="s", ctx={"runAsNonRoot": False}), None, None),
+    # runAsGroup: no SCC has a strategy for it
+    (deployment("group", sa="s", pod_ctx={"runAsGroup": 0}), None, None),
+    # fsGroup: MustRunAs in the range (restricted-v2), RunAsAny (nonroot-v2); fsGroup 185 without runAsUser
+    (deployment("spark", sa="s", pod_ctx={"fsGroup": 185}), "nonroot-v2", "fsGroup"),
+    (deployment("fs-in-range", sa="s", pod_ctx={"fsGroup": 1000660001}), None, None),
+    (deployment("fs-and-root", sa="s", pod_ctx={"fsGroup": 185, "runAsUser": 0}), "anyuid", "runAsUser"),
+    # supplementalGroups: RunAsAny on restricted-v2
+    (deployment("groups", sa="s", pod_ctx={"supplementalGroups": [5, 7]}), None, None),
+    # capabilities: NET_BIND_SERVICE allowed; anything else only on privileged (anyuid allows none)
+    (deployment("bind", sa="s", ctx={"capabilities": {"add": ["NET_BIND_SERVICE"], "drop": ["ALL"]}}), None, None),
+    (deployment("netadmin", sa="s", ctx={"capabilities": {"add": ["NET_ADMIN"]}}), "privileged", "capabilities.add"),
+    # privileged containers and privilege escalation
+    (deployment("priv", sa="s", ctx={"privileged": True}), "privileged", "privileged"),
+    (deployment("escalate", sa="s", ctx={"allowPrivilegeEscalation": True}), "anyuid", "allowPrivilegeEscalation"),
+    # host namespaces and ports
+    (deployment("hostnet", sa="s", hostNetwork=True), "hostnetwork-v2", "hostNetwork"),
+    (deployment("hostpid", sa="s", hostPID=True), "privileged", "hostPID"),
+    (deployment("hostipc", sa="s", hostIPC=True), "privileged", "hostIPC"),
+    (deployment("hostnet-root", sa="s", hostNetwork=True, securityContext={"runAsUser": 0}), "privileged",
+     "hostNetwork"),
+    # volumes: hostPath (hostmount-anyuid), other types outside the list, nfs
+    (deployment("hostpath", sa="s", volumes=HOSTPATH), "hostmount-anyuid", "hostPath"),
+    (deployment("nfs", sa="s", volumes=[{"name": "n", "nfs": {"server": "s", "path": "/"}}]), "hostmount-anyuid",
+     "nfs"),
+    (deployment("iscsi", sa="s", volumes=[{"name": "i", "iscsi": {}}]), "privileged", "iscsi"),
+    (deployment("ok-volumes", sa="s", volumes=[{"name": "c", "configMap": {"name": "c"}},
+                                               {"name": "e", "emptyDir": {}}]), None, None),
+    # seccomp: runtime/default only on the -v2 SCCs; anyuid and hostmount-anyuid allow none to be set
+    (deployment("seccomp", sa="s", pod_ctx=DEFAULT_SECCOMP), None, None),
+    (deployment("unconfined", sa="s", pod_ctx={"seccompProfile": {"type": "Unconfined"}}), "privileged",
+     "seccompProfile"),
+    (deployment("root-seccomp", sa="s", pod_ctx=dict(DEFAULT_SECCOMP, runAsUser=0)), "privileged", "seccompProfile"),
+    # SELinux: MustRunAs everywhere but privileged
+    (deployment("selinux", sa="s", ctx={"seLinuxOptions": {"type": "spc_t"}}), "privileged", "seLinuxOptions"),
 ])
-def test_derive_scc(obj, scc, why):
-    grants = m.derive_scc([obj])
-    assert len(grants) == 1 and grants[0]["scc"] == scc and why in grants[0]["reason"]
-    assert grants[0]["namespace"] == "kubeflow" and grants[0]["serviceaccount"] == obj["spec"]["template"]["spec"][
-        "serviceAccountName"]
+def test_derive_scc_table(obj, scc, field):
+    grants = m.derive_scc([obj], uid_range=RANGE)
+    if scc is None:
+        assert grants == []
+        return
+    assert len(grants) == 1 and grants[0]["scc"] == scc, grants
+    assert field in grants[0]["field"] and field in grants[0]["reason"]
+    assert grants[0]["namespace"] == "kubeflow" and grants[0]["serviceaccount"] == "s"
+    # the grant admits the pod, and the SCC just before it does not
+    spec = m.pod_spec(obj)
+    assert scc_policies.refusals(scc, spec, RANGE) == []
+    before = scc_policies.ORDER[scc_policies.ORDER.index(scc) - 1]
+    assert scc_policies.refusals(before, spec, RANGE)
 
 
-@pytest.mark.parametrize("obj", [
-    deployment("plain", sa="plain"),
-    deployment("bind", sa="bind", ctx={"capabilities": {"add": ["NET_BIND_SERVICE"], "drop": ["ALL"]}}),
-    deployment("ranged", sa="ranged", ctx={"runAsUser": 1000660005}),
-])
-def test_derive_scc_needs_nothing(obj):
-    assert m.derive_scc([obj], uid_range={"start": 1000660000, "size": 10000}) == []
+def test_derive_scc_without_a_known_range_treats_fixed_values_as_outside():
+    assert m.derive_scc([deployment("r", sa="r", ctx={"runAsUser": 1000660005})])[0]["scc"] == "nonroot-v2"
+    grant = m.derive_scc([deployment("f", sa="f", pod_ctx={"fsGroup": 185})])[0]
+    assert grant["scc"] == "nonroot-v2" and "components_scc_uid_range is not set" in grant["reason"]
 
 
-def test_derive_scc_keeps_the_strongest_per_service_account_and_the_fixed_uid_choice():
+def test_derive_scc_rejects_a_bad_range():
+    with pytest.raises(DefinitionError, match="components_scc_uid_range.size"):
+        m.derive_scc([deployment("a", sa="a")], uid_range={"start": 1, "size": "x"})
+
+
+def test_derive_scc_one_grant_per_account_admits_all_its_pods():
     objs = [deployment("a", sa="shared", ctx={"runAsUser": 1000}),
-            deployment("b", sa="shared", ctx={"privileged": True}), deployment("c", sa="other", ctx={"runAsUser": 1000})]
-    grants = m.derive_scc(objs, fixed_uid_scc="nonroot-v2")
+            deployment("b", sa="shared", hostNetwork=True), deployment("c", sa="other", ctx={"runAsUser": 1000})]
+    grants = m.derive_scc(objs, uid_range=RANGE)
+    # nonroot-v2 refuses b's host network, hostnetwork-v2 refuses a's UID: only privileged admits both
     assert [(g["serviceaccount"], g["scc"]) for g in grants] == [("other", "nonroot-v2"), ("shared", "privileged")]
-    assert "Deployment a" in grants[1]["reason"] and "Deployment b" in grants[1]["reason"]
+    assert "Deployment a" not in grants[1]["reason"] or "Deployment b" in grants[1]["reason"]
     bindings = m.scc_objects(grants)
     assert [b["metadata"]["name"] for b in bindings] == ["kfocp-components-scc-nonroot-v2-other",
                                                          "kfocp-components-scc-privileged-shared"]
     assert bindings[1]["roleRef"]["name"] == "system:openshift:scc:privileged"
     table = m.audit_table(grants)
-    assert table[0].split() == ["SERVICE", "ACCOUNT", "NAMESPACE", "SCC", "REASON"] and "privileged" in table[2]
+    assert table[0].split() == ["SERVICE", "ACCOUNT", "NAMESPACE", "SCC", "FORCED", "BY", "REASON"]
+    assert "spec.containers[0].securityContext.runAsUser" in table[1]
+
+
+def test_scc_policies_are_the_seed_definitions():
+    """The strategies evaluated are those of the SCC definitions OpenShift ships (hack/seed)."""
+    seed = dict((d["metadata"]["name"], d) for d in yaml.safe_load_all(
+        (ROOT / "hack" / "seed" / "sccs.yaml").read_text()) if d for d in (d.get("items") or [d]))
+    assert set(scc_policies.ORDER) <= set(seed)
+    for name, data in scc_policies.SCCS.items():
+        for key, value in data.items():
+            live = seed[name].get(key)
+            if isinstance(live, dict):
+                live = live["type"]
+            assert (sorted(live) if isinstance(live, list) else live) == \
+                (sorted(value) if isinstance(value, list) else value), (name, key)
 
 
 _CTX = st.fixed_dictionaries({}, optional={"runAsUser": st.sampled_from([0, 999, 1000660001]),
@@ -450,20 +557,21 @@ _CTX = st.fixed_dictionaries({}, optional={"runAsUser": st.sampled_from([0, 999,
                                                                 max_size=2)})})
 
 
-@given(st.lists(st.tuples(st.sampled_from(["a", "b", "c"]), _CTX, st.booleans()), max_size=8))
+@given(st.lists(st.tuples(st.sampled_from(["a", "b", "c"]), _CTX, st.booleans(), st.sampled_from([None, 185])),
+                max_size=8))
 def test_derive_scc_property(pods):
-    objs = [deployment("w%d" % i, sa=sa, ctx=ctx, volumes=[{"name": "h", "hostPath": {"path": "/"}}] if host else None)
-            for i, (sa, ctx, host) in enumerate(pods)]
-    grants = m.derive_scc(objs, uid_range={"start": 1000660000, "size": 10000})
+    """Each account's grant admits every pod of it, and no SCC before it in the order does."""
+    objs = [deployment("w%d" % i, sa=sa, ctx=ctx, volumes=HOSTPATH if host else None,
+                       pod_ctx={"fsGroup": fs} if fs else None) for i, (sa, ctx, host, fs) in enumerate(pods)]
+    grants = m.derive_scc(objs, uid_range=RANGE)
     by_sa = dict((g["serviceaccount"], g["scc"]) for g in grants)
     assert len(by_sa) == len(grants)
     for sa in set(p[0] for p in pods):
-        ctxs = [(ctx, host) for s, ctx, host in pods if s == sa]
-        privileged = any(c.get("privileged") or host or "SYS_ADMIN" in (c.get("capabilities") or {}).get("add", [])
-                         for c, host in ctxs)
-        anyuid = any(c.get("runAsUser") in (0, 999) for c, host in ctxs)
-        expected = "privileged" if privileged else "anyuid" if anyuid else None
-        assert by_sa.get(sa) == expected
+        specs = [m.pod_spec(o) for o in objs if m.pod_spec(o)["serviceAccountName"] == sa]
+        scc = by_sa.get(sa, "restricted-v2")
+        assert all(scc_policies.refusals(scc, spec, RANGE) == [] for spec in specs)
+        for lower in scc_policies.ORDER[:scc_policies.ORDER.index(scc)]:
+            assert any(scc_policies.refusals(lower, spec, RANGE) for spec in specs)
 
 
 # ---------------------------------------------------------------- the whole pipeline on the fixture tree
@@ -485,11 +593,11 @@ def test_assemble_on_the_fixture_tree():
     envoy = kinds[("Deployment", "metadata-envoy-deployment")]
     assert envoy["metadata"]["namespace"] == "ml"
     assert envoy["spec"]["template"]["spec"]["containers"][0]["args"] == ["/etc/envoy.yaml", "--base-id", "1"]
-    assert envoy["spec"]["template"]["metadata"]["annotations"][m.INJECT] == "true"
+    assert envoy["spec"]["template"]["metadata"]["annotations"][m.INJECT] == "false"  # upstream's own "false"
     vs = kinds[("VirtualService", "ml-pipeline-ui")]
     assert vs["apiVersion"] == "networking.istio.io/v1beta1" and vs["spec"]["gateways"] == ["istio-system/gw"]
     grants = dict((g["serviceaccount"], g["scc"]) for g in result["grants"])
-    assert grants["kserve-localmodelnode-agent"] == "privileged" and grants["mysql"] == "anyuid"
+    assert grants["kserve-localmodelnode-agent"] == "privileged" and grants["mysql"] == "nonroot-v2"
     assert grants["katib-mysql"] == "anyuid" and "argo" not in grants
     assert ("RoleBinding", "kfocp-components-scc-privileged-kserve-localmodelnode-agent") in kinds
     assert "mysql:8.4" in result["unmatched_images"] and "docker.io/library/mysql:8.4" not in \

@@ -160,3 +160,25 @@ def test_give_back_keeps_only_the_items_kfocp_did_not_add():
                                  "spec": {"members": ["kubeflow", "theirs"]}}
     assert o.give_back({"metadata": {"name": "x"}}) is None
     assert o.give_back({"metadata": {"name": "x", "annotations": {o.ADDED: "not json"}}}) is None
+
+
+@pytest.mark.parametrize("meta,owner", [
+    ({}, None),
+    ({"labels": {"app": "x"}}, None),
+    ({"ownerReferences": [{"kind": "Deployment", "name": "d"}]}, None),  # not the controller
+    ({"ownerReferences": [{"kind": "ServiceMeshControlPlane", "name": "basic", "controller": True}]},
+     "its controller ServiceMeshControlPlane basic"),
+    ({"labels": {"olm.managed": "true"}}, "OLM (label olm.managed=true)"),
+    ({"labels": {"operators.coreos.com/servicemeshoperator.openshift-operators": ""}},
+     "OLM (label operators.coreos.com/servicemeshoperator.openshift-operators=)"),
+])
+def test_operator_owner(meta, owner):
+    assert o.operator_owner({"metadata": meta}) == owner
+
+
+def test_adopt_annotation_is_read_and_never_sent():
+    obj = {"apiVersion": "v1", "kind": "ConfigMap",
+           "metadata": {"name": "c", "namespace": "n", "annotations": {o.ADOPT: "true"}}}
+    assert o.adopted(obj) and not o.adopted({"metadata": {}})
+    prepared = o.prepare(obj, "i", "s")[0]
+    assert o.ADOPT not in prepared["metadata"]["annotations"]

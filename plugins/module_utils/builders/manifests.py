@@ -14,9 +14,11 @@ __metaclass__ = type
 
 import copy
 import fnmatch
+import json
 import re
 
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import scc as scc_builder
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import scc_policies
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.common import (
     dns_label, namespace as platform_namespace, plain, require)
 
@@ -37,7 +39,6 @@ ARGO_OBJECTS = (
     ("ClusterRoleBinding", "argo-*"),
     ("PriorityClass", "workflow-controller"),
 )
-_SCC_RANK = {"nonroot-v2": 1, "nonroot": 1, "anyuid": 2, "privileged": 3}
 
 
 # ---------------------------------------------------------------- helpers
@@ -292,63 +293,154 @@ def map_image(image, prefixes, digests=None):
     return mapped
 
 
-def mirror_images(objs, prefixes, digests=None):
-    """Rewrite every image to the internal registry following `prefixes`.
+_BARE_IMAGE = re.compile(r"^[a-z0-9]+([._-][a-z0-9]+)*(/[a-z0-9]+([._-][a-z0-9]+)*)*(:[A-Za-z0-9_][A-Za-z0-9._-]{0,127})?"
+                         r"(@sha256:[a-f0-9]{64})?$")
+_HOSTED = re.compile(r"^([a-z0-9-]+(\.[a-z0-9-]+)+(:[0-9]+)?|localhost(:[0-9]+)?)/[a-z0-9._\-/]+"
+                     r"(:[A-Za-z0-9._-]+)?(@sha256:[a-f0-9]{64})?$")
 
-    Container, initContainer and ephemeral container images, any `image` field of a custom
-    resource, and image references inside args, env values and ConfigMap data are rewritten.
-    Returns (objects, mirror list [{source, target}], unmatched images (sorted)).
+
+def _image_key(key):
+    """A key whose string value is one image reference: image, or a camelCase ...Image."""
+    return isinstance(key, str) and (key == "image" or key.endswith("Image"))
+
+
+def mirror_images(objs, prefixes, digests=None):
+    """Rewrite every image reference to the internal registry following `prefixes`.
+
+    Found: every `image` (and `...Image`) field of any object but a CRD, qualified or not
+    (busybox:1.28 is docker.io/library/busybox:1.28), with or without a tag or digest; image
+    references with a registry host inside args, env values and other strings
+    (ghcr.io/containerd/busybox); the same inside ConfigMap values that hold JSON (KServe's
+    inferenceservice-config); and a `hub` (Istio's injector values: a registry prefix, with the
+    images under it named by `image` fields beside a `tag`).
+    Returns (objects, mirror list [{source, target}], unmatched images (sorted), warnings): a
+    warning names each reference no prefix matches, with its object and field.
     """
     _check_prefixes(prefixes)
     digests = digests or {}
     require(isinstance(digests, dict), "components_image_digests", "must be a mapping of image to digest",
             "Give {image: sha256:...}")
-    mirrored, unmatched = {}, set()
+    mirrored, unmatched, warnings = {}, set(), set()
     targets = tuple(normalise_prefix(t) + "/" for t in prefixes.values())
+    current = [None]  # the object being walked, named in the warnings
 
     def already(image):
         return normalise_image(image).startswith(targets)
 
-    def image_field(value):
+    def image_ref(value, where):
+        if already(value):
+            return value
         target = map_image(value, prefixes, digests)
         if target is None:
-            if not already(value):
-                unmatched.add(value)
+            unmatched.add(value)
+            warnings.add("%s (%s, field %s)" % (value, current[0], where))
             return value
         mirrored[normalise_image(value)] = target
         return target
 
-    def free_text(value):
+    def hub(value, tag, names, where):
+        """A registry prefix: rewritten by the same map; the images under it join the mirror list."""
+        probe = value.rstrip("/") + "/x"
+        if already(probe):
+            return value
+        target = map_image(probe, prefixes)
+        for name in names:
+            image = "%s/%s%s" % (value.rstrip("/"), name, ":" + tag if tag else "")
+            if target is None:
+                unmatched.add(image)
+            else:
+                mirrored[normalise_image(image)] = map_image(image, prefixes, digests)
+        if target is None:
+            warnings.add("hub %s (%s, field %s)" % (value, current[0], where))
+            return value
+        return target[:-2]
+
+    def free_text(value, where):
         def token(match):
             text = match.group(0)
+            if "://" in text:
+                return text  # a URL, not an image
             stripped = text.rstrip(".:,")
             tail = text[len(stripped):]
             repo, suffix = _split_tag(stripped)
-            if not suffix or "/" not in stripped:
+            if not _HOSTED.match(stripped) and not (suffix and "/" in stripped):
                 return text
-            target = map_image(stripped, prefixes, digests)
-            if target is None:
-                if _QUALIFIED.match(stripped) and not already(stripped):
-                    unmatched.add(stripped)
-                return text
-            mirrored[normalise_image(stripped)] = target
-            return target + tail
+            if "/" not in repo.split("/", 1)[-1] and not suffix and "." in repo.rsplit("/", 1)[-1]:
+                return text  # a host/file.ext path, not an image
+            return image_ref(stripped, where) + tail
         return _TOKEN.sub(token, value)
 
-    def rewrite(key, value):
-        if key == "image":
-            return image_field(value)
-        return free_text(value)
+    def walk(value, where, context):
+        if isinstance(value, dict):
+            tag = value.get("tag") if isinstance(value.get("tag"), str) else context.get("tag")
+            inner = dict(context, tag=tag)
+            if isinstance(value.get("hub"), str):
+                inner["hub"] = True
+            out = {}
+            for key, item in value.items():
+                path = "%s.%s" % (where, key)
+                if key == "hub" and isinstance(item, str):
+                    out[key] = hub(item, tag, _relative_names(value), path)
+                elif _image_key(key) and isinstance(item, str) and item:
+                    if inner.get("hub") and "/" not in item and ":" not in item:
+                        out[key] = item  # a name under the hub, listed with it
+                    elif _BARE_IMAGE.match(item) or _HOSTED.match(item):
+                        out[key] = image_ref(item, path)
+                    else:
+                        out[key] = free_text(item, path)
+                else:
+                    out[key] = walk(item, path, inner)
+            return out
+        if isinstance(value, list):
+            return [walk(item, "%s[%d]" % (where, index), context) for index, item in enumerate(value)]
+        if isinstance(value, str):
+            if value[:1] in "{[" and where.startswith("data."):
+                parsed = _json(value)
+                if parsed is not None:
+                    rewritten = walk(parsed, where, context)
+                    return value if rewritten == parsed else json.dumps(rewritten, indent=2, sort_keys=False)
+            return free_text(value, where)
+        return value
 
     out = []
     for obj in objs:
         if obj.get("kind") == "CustomResourceDefinition":
             out.append(copy.deepcopy(obj))
             continue
-        obj = _walk_strings(obj, rewrite, skip_keys=("metadata", "apiVersion", "kind"))
-        out.append(obj)
+        current[0] = describe(obj)
+        new = {}
+        for key, value in obj.items():
+            new[key] = copy.deepcopy(value) if key in ("metadata", "apiVersion", "kind") else \
+                walk(value, key, {})
+        out.append(new)
     mirror = [{"source": source, "target": mirrored[source]} for source in sorted(mirrored)]
-    return out, mirror, sorted(unmatched)
+    return out, mirror, sorted(unmatched), sorted(warnings)
+
+
+def _relative_names(values):
+    """The image names relative to a hub, in a hub's subtree (Istio's values: proxy.image: proxyv2)."""
+    names = set()
+
+    def visit(value):
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if _image_key(key) and isinstance(item, str) and item and "/" not in item and ":" not in item:
+                    names.add(item)
+                else:
+                    visit(item)
+        elif isinstance(value, list):
+            for item in value:
+                visit(item)
+    visit(values)
+    return sorted(names)
+
+
+def _json(text):
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, (dict, list)) else None
 
 
 def mirror_lines(mirror):
@@ -358,15 +450,57 @@ def mirror_lines(mirror):
 
 # ---------------------------------------------------------------- sidecar injection
 
-def inject_sidecars(objs, namespace, revision="", authservice=("authservice",), exclude=()):
-    """Label the components' namespace for injection (istio-injection=enabled, or istio.io/rev),
-    annotate every workload's pods with sidecar.istio.io/inject: "true" (except those named in
-    `exclude`), and let authservice reach its OIDC provider on 443 around the sidecar."""
+# Workloads that never get a sidecar, whichever namespace they are in: the mesh's own control plane,
+# gateways and CNI agent, cert-manager and Knative's system workloads. Matched on namespace, on name
+# (fnmatch) or on a label's value; an injected sidecar would break them (istiod, the CNI DaemonSet)
+# or their traffic (gateways, webhooks that the API server calls directly).
+SIDECAR_NEVER_NAMESPACES = ("kube-system", "cert-manager", "knative-serving", "knative-eventing", "istio-cni",
+                            "openshift-*")
+SIDECAR_NEVER_NAMES = ("istiod*", "istio-ingressgateway*", "istio-egressgateway*", "istio-cni*", "*-gateway",
+                       "cert-manager*", "ztunnel*")
+SIDECAR_NEVER_LABELS = (("app", "istiod"), ("istio", "pilot"), ("istio", "*gateway"), ("k8s-app", "istio-cni-node"),
+                        ("app.kubernetes.io/part-of", "cert-manager"), ("app.kubernetes.io/instance", "cert-manager"),
+                        ("app.kubernetes.io/part-of", "knative-*"), ("app.kubernetes.io/name", "knative-*"),
+                        ("gateway.istio.io/managed", "*"))
+
+
+def sidecar_system_workload(obj):
+    """Why a workload is one that never gets a sidecar, or None."""
+    namespace, name = _ns(obj) or "", _name(obj) or ""
+    if any(fnmatch.fnmatchcase(namespace, pattern) for pattern in SIDECAR_NEVER_NAMESPACES):
+        return "namespace %s" % namespace
+    if any(fnmatch.fnmatchcase(name, pattern) for pattern in SIDECAR_NEVER_NAMES):
+        return "name %s" % name
+    labels = dict((obj.get("metadata") or {}).get("labels") or {})
+    labels.update(((obj.get("spec") or {}).get("template") or {}).get("metadata", {}).get("labels") or {})
+    for key, pattern in SIDECAR_NEVER_LABELS:
+        if key in labels and fnmatch.fnmatchcase(str(labels[key]), pattern):
+            return "label %s=%s" % (key, labels[key])
+    return None
+
+
+def inject_sidecars(objs, namespaces, revision="", authservice=("authservice",), exclude=()):
+    """Sidecar injection into the named namespaces only (a name, or a list of names).
+
+    - Each named Namespace is labelled for injection (istio-injection=enabled, or istio.io/rev).
+    - Each workload there gets sidecar.istio.io/inject "true" on its pods, except: a workload
+      upstream says "false" for (label or annotation), one named in `exclude`, and mesh control
+      plane, gateway, CNI, cert-manager and Knative workloads (sidecar_system_workload), which get
+      "false". Where the pod template has both the label and the annotation, they agree.
+    - Workloads in other namespaces are left as they are; those named in `authservice` get
+      traffic.sidecar.istio.io/excludeOutboundPorts "443" (to reach the OIDC provider past a sidecar).
+    """
+    if isinstance(namespaces, str):
+        namespaces = [namespaces]
+    require(isinstance(namespaces, (list, tuple)) and all(isinstance(n, str) for n in namespaces),
+            "components_sidecar_namespaces", "must be a list of namespace names", "Give for example [kubeflow]")
+    for name in namespaces:
+        dns_label(name, "components_sidecar_namespaces")
     out = []
     for obj in objs:
         obj = copy.deepcopy(obj)
         meta = obj.setdefault("metadata", {})
-        if obj.get("kind") == "Namespace" and meta.get("name") == namespace:
+        if obj.get("kind") == "Namespace" and meta.get("name") in namespaces:
             labels = dict(meta.get("labels") or {})
             if revision:
                 labels.pop("istio-injection", None)
@@ -374,13 +508,22 @@ def inject_sidecars(objs, namespace, revision="", authservice=("authservice",), 
             else:
                 labels["istio-injection"] = "enabled"
             meta["labels"] = labels
-        elif pod_spec(obj) is not None and meta.get("name") not in exclude:
+        elif pod_spec(obj) is not None:
             template = pod_template_meta(obj)
             annotations = dict(template.get("annotations") or {})
-            annotations[INJECT] = "true"
             if meta.get("name") in authservice:
                 annotations[EXCLUDE_OUTBOUND] = "443"
-            template["annotations"] = annotations
+            if _ns(obj) in namespaces:
+                labels = dict(template.get("labels") or {})
+                upstream = (labels.get(INJECT), annotations.get(INJECT))
+                off = "false" in upstream or meta.get("name") in exclude or sidecar_system_workload(obj)
+                value = "false" if off else "true"
+                annotations[INJECT] = value
+                if INJECT in labels:
+                    labels[INJECT] = value
+                    template["labels"] = labels
+            if annotations:
+                template["annotations"] = annotations
         out.append(obj)
     return out
 
@@ -541,61 +684,44 @@ def external_argo(objs, s3, configmap="workflow-controller-configmap", argo_obje
 
 # ---------------------------------------------------------------- SCC derivation
 
-def _uid_in_range(uid, uid_range):
-    if not uid_range:
-        return False
-    start, size = int(uid_range.get("start", 0)), int(uid_range.get("size", 0))
-    return start <= uid < start + size
+def derive_scc(objs, uid_range=None):
+    """The least privileged SCC each service account needs, from its pods' whole security context.
 
-
-def derive_scc(objs, uid_range=None, fixed_uid_scc="anyuid"):
-    """The SCC each service account needs, from its pods' security contexts.
-
-    - privileged: a privileged container, capabilities added beyond NET_BIND_SERVICE, a hostPath
-      volume, or the host's network, PID or IPC namespace;
-    - anyuid: runAsUser 0;
-    - `fixed_uid_scc` (anyuid, or nonroot-v2): a fixed non-root runAsUser outside the namespace's
-      UID range (`uid_range`: {start, size}; without it every fixed UID is outside).
-    Returns grants [{namespace, serviceaccount, scc, reason}], one per service account (the
-    strongest SCC it needs; the reason lists the workloads and why)."""
-    require(fixed_uid_scc in ("anyuid", "nonroot-v2", "nonroot"), "components_scc_fixed_uid",
-            "%r is not anyuid, nonroot-v2 or nonroot" % (fixed_uid_scc,), "Use anyuid or nonroot-v2")
-    needs = {}
+    Every workload's pod spec is checked against the SCC strategies OpenShift ships
+    (scc_policies: restricted-v2, hostnetwork-v2, nonroot-v2, anyuid, hostmount-anyuid,
+    privileged, least privileged first); an account gets the first SCC that admits all its pods.
+    `uid_range` ({start, size}) is the namespace's UID range (and group range), which fixed UIDs,
+    fsGroups and supplemental groups must fall in for restricted-v2; unknown ({} or None), every
+    fixed value is outside. Returns grants [{namespace, serviceaccount, scc, field, reason}] for
+    the accounts that need more than restricted-v2: `field` is the field that forced the SCC (the
+    first the SCC just before it refused), `reason` every such field with its workload."""
+    if uid_range:
+        for key in ("start", "size"):
+            value = uid_range.get(key)
+            require(isinstance(value, int) and not isinstance(value, bool) and value >= 0,
+                    "components_scc_uid_range.%s" % key, "must be a non-negative integer",
+                    "Copy it from the namespace's openshift.io/sa.scc.uid-range annotation (start/size)")
+    pods = {}
     for obj in objs:
         spec = pod_spec(obj)
         if spec is None:
             continue
-        namespace = _ns(obj) or "default"
         account = spec.get("serviceAccountName") or spec.get("serviceAccount") or "default"
-        found = []
-        pod_ctx = spec.get("securityContext") or {}
-        for container in containers(spec):
-            ctx = container.get("securityContext") or {}
-            if ctx.get("privileged"):
-                found.append(("privileged", "container %s is privileged" % container.get("name")))
-            added = [c for c in ((ctx.get("capabilities") or {}).get("add") or []) if c != "NET_BIND_SERVICE"]
-            if added:
-                found.append(("privileged", "container %s adds %s" % (container.get("name"), ", ".join(added))))
-            uid = ctx.get("runAsUser", pod_ctx.get("runAsUser"))
-            if isinstance(uid, int) and not isinstance(uid, bool):
-                if uid == 0:
-                    found.append(("anyuid", "container %s runs as root (runAsUser 0)" % container.get("name")))
-                elif not _uid_in_range(uid, uid_range):
-                    found.append((fixed_uid_scc, "container %s runs as fixed UID %d" % (container.get("name"), uid)))
-        if any("hostPath" in (volume or {}) for volume in spec.get("volumes") or []):
-            found.append(("privileged", "mounts a hostPath volume"))
-        for host in ("hostNetwork", "hostPID", "hostIPC"):
-            if spec.get(host):
-                found.append(("privileged", "uses %s" % host))
-        for scc, why in found:
-            entry = needs.setdefault((namespace, account), {"scc": scc, "reasons": []})
-            if _SCC_RANK[scc] > _SCC_RANK[entry["scc"]]:
-                entry["scc"] = scc
-            reason = "%s %s: %s" % (obj["kind"], _name(obj), why)
-            if reason not in entry["reasons"]:
-                entry["reasons"].append(reason)
-    return [{"namespace": ns, "serviceaccount": sa, "scc": needs[(ns, sa)]["scc"],
-             "reason": "; ".join(needs[(ns, sa)]["reasons"])} for ns, sa in sorted(needs)]
+        pods.setdefault((_ns(obj) or "default", account), []).append(("%s %s" % (obj["kind"], _name(obj)), spec))
+    grants = []
+    for (namespace, account), specs in sorted(pods.items()):
+        scc, refused = scc_policies.least_privileged(specs, uid_range or None)
+        if scc == scc_policies.DEFAULT:
+            continue
+        before = scc_policies.ORDER[scc_policies.ORDER.index(scc) - 1]
+        reasons = []
+        for label, field, why in refused:
+            text = "%s: %s %s" % (label, field, why)
+            if text not in reasons:
+                reasons.append(text)
+        grants.append({"namespace": namespace, "serviceaccount": account, "scc": scc, "field": refused[0][1],
+                       "reason": "%s refuses: %s" % (before, "; ".join(reasons))})
+    return grants
 
 
 def scc_objects(grants):
@@ -608,11 +734,13 @@ def scc_objects(grants):
 
 
 def audit_table(grants):
-    """Lines of a fixed-width table: SA, namespace, SCC, reason."""
-    rows = [("SERVICE ACCOUNT", "NAMESPACE", "SCC", "REASON")]
-    rows += [(g["serviceaccount"], g["namespace"], g["scc"], g.get("reason", "")) for g in grants]
-    widths = [max(len(r[i]) for r in rows) for i in range(3)]
-    return ["%-*s  %-*s  %-*s  %s" % (widths[0], r[0], widths[1], r[1], widths[2], r[2], r[3]) for r in rows]
+    """Lines of a fixed-width table: service account, namespace, SCC, the field that forced it,
+    and the reason (every refused field, with its workload)."""
+    rows = [("SERVICE ACCOUNT", "NAMESPACE", "SCC", "FORCED BY", "REASON")]
+    rows += [(g["serviceaccount"], g["namespace"], g["scc"], g.get("field", ""), g.get("reason", "")) for g in grants]
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    return ["%-*s  %-*s  %-*s  %-*s  %s" % (widths[0], r[0], widths[1], r[1], widths[2], r[2], widths[3], r[3], r[4])
+            for r in rows]
 
 
 # ---------------------------------------------------------------- aggregated ClusterRoles
@@ -629,11 +757,49 @@ def aggregated_rules(objs):
     return out
 
 
+# ---------------------------------------------------------------- objects someone else created
+
+OWNERSHIP, ENSURE, ADOPT = "kfocp.io/ownership", "ensure", "kfocp.io/adopt"
+
+
+def ownership_policy(objs, take_over=()):
+    """Mark what the apply engine does with objects that exist and are not kfocp's, per kind.
+
+    - CustomResourceDefinition: created when missing and kept up to date when kfocp created it;
+      one that an earlier install, OLM or the cluster made is left as it is and reported (skipped),
+      unless `take_over` names it.
+    - Objects `take_over` names (patterns of Kind/name, fnmatch: CustomResourceDefinition/*,
+      CustomResourceDefinition/profiles.kubeflow.org): taken over, fields included, and reported;
+      an object that an operator controls (a controller ownerReference, OLM's labels) never is.
+    - Namespaces are platform namespaces (created when missing, else left as they are).
+    - Every other kind: an existing object someone else created is a failure naming it, reported
+      at the end with every other failure, after all else was applied.
+    """
+    require(isinstance(take_over, (list, tuple)) and all(isinstance(p, str) and "/" in p for p in take_over),
+            "components_take_over", "must be a list of Kind/name patterns",
+            "Give for example [CustomResourceDefinition/*] or [CustomResourceDefinition/profiles.kubeflow.org]")
+    out = []
+    for obj in objs:
+        taken = any(fnmatch.fnmatchcase("%s/%s" % (obj.get("kind"), _name(obj)), pattern) for pattern in take_over)
+        if taken or obj.get("kind") == "CustomResourceDefinition":
+            obj = copy.deepcopy(obj)
+            meta = obj.setdefault("metadata", {})
+            annotations = dict(meta.get("annotations") or {})
+            if taken:
+                annotations[ADOPT] = "true"
+            else:
+                annotations.setdefault(OWNERSHIP, ENSURE)
+            meta["annotations"] = annotations
+        out.append(obj)
+    return out
+
+
 # ---------------------------------------------------------------- the whole pipeline
 
-def platform_namespaces(objs, components_namespace, injection_labels=None):
+def platform_namespaces(objs, injection=None):
     """Replace rendered Namespace objects by platform namespaces (created when missing, kept until
-    uninstall) and add one for every namespace that a rendered object lives in."""
+    uninstall) and add one for every namespace that a rendered object lives in. `injection` maps
+    the namespaces that get sidecars to their injection labels."""
     names = set(_ns(obj) for obj in objs if _ns(obj))
     names |= set(_name(obj) for obj in objs if obj.get("kind") == "Namespace")
     rendered = dict((_name(obj), obj) for obj in objs if obj.get("kind") == "Namespace")
@@ -642,8 +808,7 @@ def platform_namespaces(objs, components_namespace, injection_labels=None):
     for name in sorted(names):
         labels = dict(((rendered.get(name) or {}).get("metadata") or {}).get("labels") or {})
         labels.pop(COMPONENT_LABEL, None)
-        if name == components_namespace:
-            labels.update(injection_labels or {})
+        labels.update((injection or {}).get(name) or {})
         spaces.append(platform_namespace(name, labels or None))
     return spaces + out
 
@@ -653,10 +818,11 @@ def assemble(rendered, options):
 
     Returns {objects, grants, audit, mirror, mirror_lines, unmatched_images}. `options` keys
     (all optional): namespace, api_versions, mirror {prefixes, digests}, sidecar {revision, authservice,
-    exclude}, virtualservice {gateway, hosts, export_to}, metadata_envoy {base_id, config},
+    exclude, namespaces}, virtualservice {gateway, hosts, export_to}, metadata_envoy {base_id, config},
     principals {env name: principal} (the profile controller's), mesh_membership (what the
     mesh_membership filter returns for the namespace: its labels and ServiceMeshMember),
-    argo {s3, configmap}, scc {uid_range, fixed_uid}, render (bool: plain objects for GitOps).
+    argo {s3, configmap}, scc {uid_range}, take_over [Kind/name patterns], render (bool: plain objects
+    for GitOps).
     """
     require(isinstance(rendered, dict), "rendered", "must map component names to object lists",
             "Pass the kustomize module's `components` result")
@@ -666,7 +832,8 @@ def assemble(rendered, options):
     namespace = options.get("namespace") or "kubeflow"
     objs = set_namespace(objs, namespace)
     objs = set_api_versions(objs, options.get("api_versions") or {})
-    result = {"mirror": [], "mirror_lines": [], "unmatched_images": [], "grants": [], "audit": []}
+    result = {"mirror": [], "mirror_lines": [], "unmatched_images": [], "mirror_warnings": [], "grants": [],
+              "audit": []}
     if options.get("argo") is not None:
         argo = options["argo"]
         objs = external_argo(objs, argo.get("s3") or {}, configmap=argo.get("configmap") or
@@ -684,30 +851,33 @@ def assemble(rendered, options):
     injection = {}
     if options.get("sidecar") is not None:
         sidecar = options["sidecar"]
-        objs = inject_sidecars(objs, namespace, sidecar.get("revision") or "",
+        injected = list(sidecar.get("namespaces") or [namespace])
+        objs = inject_sidecars(objs, injected, sidecar.get("revision") or "",
                                tuple(sidecar.get("authservice") or ("authservice",)), tuple(sidecar.get("exclude") or ()))
-        injection = {"istio.io/rev": sidecar["revision"]} if sidecar.get("revision") else {"istio-injection": "enabled"}
+        labels = {"istio.io/rev": sidecar["revision"]} if sidecar.get("revision") else {"istio-injection": "enabled"}
+        injection = dict((name, labels) for name in injected)
     if options.get("mirror") is not None:
         mirror = options["mirror"]
-        objs, result["mirror"], result["unmatched_images"] = mirror_images(objs, mirror.get("prefixes") or {},
-                                                                           mirror.get("digests") or {})
+        objs, result["mirror"], result["unmatched_images"], result["mirror_warnings"] = mirror_images(
+            objs, mirror.get("prefixes") or {}, mirror.get("digests") or {})
         result["mirror_lines"] = mirror_lines(result["mirror"])
     if options.get("scc") is not None:
         scc = options["scc"]
-        result["grants"] = derive_scc(objs, scc.get("uid_range"), scc.get("fixed_uid") or "anyuid")
+        result["grants"] = derive_scc(objs, scc.get("uid_range"))
         result["audit"] = audit_table(result["grants"])
     members = []
     if options.get("mesh_membership"):
         labels, members = mesh_member(options["mesh_membership"], namespace)
+        own = dict(injection.get(namespace) or {})
         if "istio.io/rev" in labels:  # istio-injection would win over the mesh's revision
-            injection.pop("istio-injection", None)
-        injection = dict(injection, **labels)
-    objs = platform_namespaces(objs, namespace, injection) + [_label(obj, "mesh") for obj in members]
+            own.pop("istio-injection", None)
+        injection[namespace] = dict(own, **labels)
+    objs = platform_namespaces(objs, injection) + [_label(obj, "mesh") for obj in members]
     objs += [_label(b, "scc") for b in scc_objects(result["grants"])] if result["grants"] else []
     if options.get("render"):
         objs = [_plain(obj) for obj in objs]
     else:
-        objs = aggregated_rules(objs)
+        objs = ownership_policy(aggregated_rules(objs), options.get("take_over") or ())
     result["objects"] = objs
     return result
 
