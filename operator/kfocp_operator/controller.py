@@ -17,6 +17,9 @@ from kfocp_operator.processes import kill_tree
 from kfocp_operator.workqueue import WorkQueue
 
 LOG = logging.getLogger("kfocp.operator")
+# Retries after a failure: FIRST_BACKOFF seconds, doubled on every failure in a row, up to
+# MAX_BACKOFF; a success starts again from FIRST_BACKOFF.
+FIRST_BACKOFF = 5
 MAX_BACKOFF = 600
 
 
@@ -27,6 +30,11 @@ def active_key(crs):
     oldest = min(crs, key=lambda c: (c["metadata"].get("creationTimestamp") or "", c["metadata"].get("namespace") or "",
                                      c["metadata"]["name"]))
     return (oldest["metadata"].get("namespace") or "", oldest["metadata"]["name"])
+
+
+def backoff(failures):
+    """Seconds before the retry that follows `failures` failures in a row."""
+    return min(MAX_BACKOFF, FIRST_BACKOFF * 2 ** min(failures - 1, 20))
 
 
 class Settings:
@@ -144,7 +152,10 @@ class Controller:
     def _backoff(self, key):
         count = self.failures.get(key, 0) + 1
         self.failures[key] = count
-        return min(MAX_BACKOFF, 5 * 2 ** (count - 1))
+        delay = backoff(count)
+        self.metrics.retries.labels("kubeflow").inc()
+        self.metrics.backoff.labels("kubeflow").set(delay)
+        return delay
 
     # ------------------------------------------------------------ status
 
@@ -216,6 +227,7 @@ class Controller:
         self.metrics.reconciles.labels("kubeflow", "success" if result.ok else "failed").inc()
         if result.ok:
             self.failures.pop(key, None)
+            self.metrics.backoff.labels("kubeflow").set(0)
             post_event(self.client, cr, "Normal", "Reconciled", "%s changed, %s ok in %.1fs"
                        % (result.totals["changed"], result.totals["ok"], elapsed))
             LOG.info("%s/%s: reconciled in %.1fs (%d changed, %d ok); next resync in %ds", key[0], key[1], elapsed,

@@ -70,6 +70,17 @@ def test_reconcile_period_annotation_then_setting_then_default():
     assert config.reconcile_period(annotation, {"reconcile_period": "5m"}) == 120
     assert config.reconcile_period({}, {"reconcile_period": "5m"}) == 300
     assert config.reconcile_period({}, {}, default=42) == 42
+    assert config.reconcile_period({}, {"reconcile_period": "0s"}) == 0
+
+
+@pytest.mark.parametrize("annotations, variables, field", [
+    ({"ansible.operator-sdk/reconcile-period": "1ms"}, {}, "annotation ansible.operator-sdk/reconcile-period"),
+    ({}, {"reconcile_period": "59s"}, "reconcilePeriod"),
+    ({"ansible.operator-sdk/reconcile-period": "soon"}, {}, "annotation ansible.operator-sdk/reconcile-period")])
+def test_a_reconcile_period_below_the_minimum_or_malformed_names_its_field(annotations, variables, field):
+    with pytest.raises(config.ConfigError) as err:
+        config.reconcile_period(annotations, variables)
+    assert str(err.value).startswith(field + ":")
 
 
 # ------------------------------------------------------------ status
@@ -189,6 +200,69 @@ def test_add_after_delays():
     assert queue.get(0.05) is None
     assert queue.get(1.0) == "k"
     queue.forget("k")
+
+
+def test_one_pending_schedule_per_key_the_last_one_wins():
+    queue = WorkQueue()
+    for delay in (0.05, 0.1, 0.15, 0.3):
+        queue.add_after("k", delay)
+    assert 0.2 < queue.scheduled("k") <= 0.3
+    assert queue.get(0.2) is None, "an earlier, replaced schedule fired"
+    assert queue.get(0.5) == "k"
+    queue.done("k")
+    assert queue.get(0.4) is None, "one schedule gave more than one run"
+
+
+def test_handing_a_key_out_drops_its_schedule():
+    queue = WorkQueue()
+    queue.add_after("k", 0.1)
+    queue.add("k")  # an event: the run it causes decides the next schedule
+    assert queue.get(0.05) == "k" and queue.scheduled("k") is None
+    queue.done("k")
+    assert queue.get(0.3) is None
+    queue.add_after("gone", 0.05)
+    queue.forget("gone")
+    assert queue.get(0.2) is None
+
+
+def test_failures_back_off_exponentially_to_a_cap_and_a_success_resets(monkeypatch):
+    from kfocp_operator import controller
+    from kfocp_operator.metrics import Metrics
+
+    outcomes = iter([RuntimeError("boom")] * 9 + [None, RuntimeError("boom")])
+
+    class Probe(controller.Controller):
+        def reconcile(self, key):
+            outcome = next(outcomes)
+            if outcome is not None:
+                raise outcome
+            self.failures.pop(key, None)
+            return None
+
+        def _safe_status(self, key, new):
+            return None
+
+    settings = controller.Settings(None, ROOT)
+    metrics = Metrics()
+    ctl = Probe(None, settings, MODEL, metrics)
+    delays = []
+    real_add_after = ctl.queue.add_after
+    monkeypatch.setattr(ctl.queue, "add_after", lambda key, delay: (delays.append(delay), real_add_after(key, 3600)))
+    key = ("ns", "kf")
+    for _run in range(11):
+        ctl.queue.add(key)
+        ctl.stop.clear()
+        worker = threading.Thread(target=ctl._work)  # pylint: disable=protected-access
+        worker.start()
+        deadline = time.monotonic() + 5
+        while ctl.queue.depth() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        ctl.stop.set()
+        worker.join(5)
+        assert len(ctl.queue._waiting) == 1, "one pending retry per key"  # pylint: disable=protected-access
+    assert delays == [5, 10, 20, 40, 80, 160, 320, 600, 600, 5]
+    assert metrics.registry.get_sample_value("kfocp_operator_retries_total", {"kind": "kubeflow"}) == 10
+    assert metrics.registry.get_sample_value("kfocp_operator_retry_backoff_seconds", {"kind": "kubeflow"}) == 5
 
 
 # ------------------------------------------------------------ runner events and extravars
