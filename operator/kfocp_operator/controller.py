@@ -67,6 +67,8 @@ class Controller:
         self.queue = WorkQueue()
         self.generations = {}
         self.failures = {}
+        self.running = set()  # keys whose playbook runs now
+        self.beats = {}  # worker thread -> (time of its last turn, the key it handles or None)
         self.informer = Informer(client, KUBEFLOWS, self._event, namespace=settings.namespace, stop=self.stop)
         self.threads = []
         self.site = settings.root / "playbooks" / settings.playbook
@@ -130,12 +132,35 @@ class Controller:
         self.queue.add(key)
         self.metrics.queue_depth.labels("kubeflow").set(self.queue.depth())
 
+    def drift(self, instance):
+        """An object of `instance` that only a full run makes was edited or deleted: run it again,
+        unless a run is under way (its own prune deletes objects; the run converges them)."""
+        for obj in self.informer.items():
+            key = (obj["metadata"].get("namespace") or "", obj["metadata"]["name"])
+            if key[1] == instance and key not in self.running:
+                LOG.info("%s/%s: an object of it was edited or deleted; running again", *key)
+                self.queue.add(key)
+
+    def wedged(self, limit=120):
+        """Why a worker or the watch stopped turning, or None. A worker handling a CR is busy, not wedged."""
+        now = time.monotonic()
+        for name, (beat, key) in list(self.beats.items()):
+            if key is None and now - beat > limit:
+                return "worker %s made no progress for %ds" % (name, now - beat)
+        if self.informer.stale(now):
+            return "the Kubeflow watch made no progress"
+        return None
+
     def _work(self):
+        name = threading.current_thread().name
         while not self.stop.is_set():
+            self.beats[name] = (time.monotonic(), None)
             key = self.queue.get(timeout=1.0)
             self.metrics.queue_depth.labels("kubeflow").set(self.queue.depth())
             if key is None:
                 continue
+            self.beats[name] = (time.monotonic(), key)
+            self.running.add(key)
             try:
                 again = self.reconcile(key)
             except Exception as err:  # pylint: disable=broad-except  # keep the worker; retry with backoff
@@ -145,6 +170,7 @@ class Controller:
                 self._safe_status(key, {"conditions": [
                     status.condition(status.DEGRADED, True, "OperatorError", str(err))]})
             finally:
+                self.running.discard(key)
                 self.queue.done(key)
             if again:
                 self.queue.add_after(key, again)

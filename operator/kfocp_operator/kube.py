@@ -64,7 +64,7 @@ WATCH_TIMEOUT = 60
 IDLE_MARGIN = 15
 # Reconnection after a failure: RETRY_FIRST seconds, doubled up to RETRY_MAX, each with jitter.
 RETRY_FIRST = 0.5
-RETRY_MAX = 30.0
+RETRY_MAX = 10.0
 
 
 def retry_delay(failures, rand=random.random):
