@@ -199,7 +199,12 @@ class Controller:
         return updated or cr
 
     def _safe_status(self, key, new):
-        cr = get_kubeflow(self.client, *key)
+        """Write a status after a failure, when the API server lets it (it may be the failure)."""
+        try:
+            cr = get_kubeflow(self.client, *key)
+        except KubeError as err:
+            LOG.warning("could not read %s/%s to write its status: %s", key[0], key[1], err)
+            return
         if cr is not None:
             self._write_status(cr, new)
 

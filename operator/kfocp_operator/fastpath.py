@@ -8,6 +8,7 @@ and the same apply engine, with the same instance and sets as the roles, so a la
 finds the objects already as it wants them. Events that arrive together are applied as one batch.
 """
 import copy
+import json
 import logging
 import threading
 import time
@@ -19,8 +20,8 @@ from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.mesh impor
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.engine import ApplyError, Engine
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import scc
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.namespace_policies import WHITELIST
-from ansible_collections.kfocp.kubeflow.plugins.module_utils.objects import (INSTANCE, MANAGER, PATCHED_PREFIX, SET,
-                                                                            DefinitionError)
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.objects import (FORCE, INSTANCE, MANAGER, OWNERSHIP,
+                                                                            PATCHED_PREFIX, SET, DefinitionError)
 
 from kfocp_operator.kube import GROUPS, NAMESPACES, USERS, Informer, key_of
 from kfocp_operator.spec import _templated
@@ -89,14 +90,16 @@ def retry_delay(failures):
     return min(RETRY_MAX, RETRY_FIRST * 2 ** min(failures - 1, 20))
 
 
-def by_kfocp(obj):
-    """True when kfocp made the object's latest change (its newest managedFields entry is one of
-    kfocp's field managers): its own apply, not an edit to undo."""
+def _others(obj):
     entries = (obj.get("metadata") or {}).get("managedFields") or []
-    if not entries:
-        return False
-    latest = max(entries, key=lambda e: e.get("time") or "")
-    return str(latest.get("manager", "")).startswith(MANAGER)
+    return sorted(json.dumps(e, sort_keys=True) for e in entries if not str(e.get("manager", "")).startswith(MANAGER))
+
+
+def outside_edit(old, new):
+    """True when someone other than kfocp changed the object: the managedFields entries of the
+    other field managers differ between the two versions (kfocp's own applies change only its own
+    entries)."""
+    return old is None or _others(old) != _others(new)
 
 
 def scc_grants(settings):
@@ -129,6 +132,7 @@ class FastPath:
         self.scc = None
         self.pending = {}  # key -> (namespace object or None, due time)
         self.failures = {}  # key -> failures in a row
+        self.edited = set()  # (kind, namespace, name) of kfocp's own objects someone else edited
         self.namespaces = None
         self.users = None
         self.groups = None
@@ -252,7 +256,7 @@ class FastPath:
 
     def _owned_event(self, kind, obj, old):
         meta = obj.get("metadata") or {}
-        if kind == "ADDED" or (kind == "MODIFIED" and by_kfocp(obj)) or not self.instance or \
+        if kind == "ADDED" or (kind == "MODIFIED" and not outside_edit(old, obj)) or not self.instance or \
                 (meta.get("labels") or {}).get(INSTANCE) != self.instance:
             return  # its creation, kfocp's own change, or no longer the active instance's (uninstall)
         set_name = (meta.get("labels") or {}).get(SET)
@@ -262,6 +266,9 @@ class FastPath:
             return  # its namespace is going: nothing to put back
         LOG.info("%s %s/%s of set %s was %s: applying its desired state again", obj.get("kind"), namespace or "",
                  meta.get("name"), set_name, "deleted" if kind == "DELETED" else "changed")
+        if kind == "MODIFIED":
+            with self.lock:
+                self.edited.add((obj.get("kind"), namespace or "", meta.get("name")))
         if set_name in (POLICIES_SET, ACCESS_SET) and namespace:
             self._queue(("namespace", namespace), live)
         elif set_name == SCC_SET:
@@ -363,9 +370,28 @@ class FastPath:
                 if count:
                     self.metrics.objects.labels(action).inc(count)
 
+    def _take_back(self, objs):
+        """The objects, those kfocp owns outright that someone else edited marked FORCE: kfocp's
+        fields of its own object are taken back. Shared patches and objects kfocp only ensures
+        are never forced."""
+        with self.lock:
+            edited = set(self.edited)
+        if not edited:
+            return objs, set()
+        out, taken = [], set()
+        for obj in objs:
+            meta = obj.get("metadata") or {}
+            ref = (obj.get("kind"), meta.get("namespace") or "", meta.get("name"))
+            if ref in edited and not (meta.get("annotations") or {}).get(OWNERSHIP):
+                obj = dict(obj, metadata=dict(meta, annotations=dict(meta.get("annotations") or {}, **{FORCE: "true"})))
+                taken.add(ref)
+            out.append(obj)
+        return out, taken
+
     def _apply(self, what, instance, set_name, objs):
         """The apply's result, or None when it failed."""
         started = time.monotonic()
+        objs, taken = self._take_back(objs)
         try:
             result = self._engine(instance, set_name).apply(objs)
         except (ApplyError, DefinitionError, KubeError) as err:
@@ -373,6 +399,10 @@ class FastPath:
             self._record(what, started, getattr(err, "result", None), error=True)
             return None
         self._record(what, started, result)
+        if taken:
+            with self.lock:
+                self.edited -= taken
+            LOG.info("%s: kfocp's fields of %d edited object(s) taken back", what, len(taken))
         return result
 
     def _apply_namespaces(self, instance, policies, profiles, namespaces):

@@ -177,8 +177,8 @@ def test_deleted_and_edited_objects_are_put_back_within_seconds(platform, kube, 
     control_plane.kubectl("delete", "limitrange", "kfocp-limits", "-n", ns, "--wait=false")
     figures["limitrange_deleted"] = _timed(lambda: kube.get(limits, "kfocp-limits", ns), 30, "the LimitRange back")
 
-    control_plane.kubectl("patch", "limitrange", "kfocp-limits", "-n", ns, "--type=json", "-p", json.dumps(
-        [{"op": "replace", "path": "/spec/limits/0/max/memory", "value": "64Ti"}]))
+    control_plane.kubectl("patch", "limitrange", "kfocp-limits", "-n", ns, "--type=merge", "-p", json.dumps(
+        {"spec": {"limits": [{"type": "Container", "max": {"memory": "64Ti"}}]}}))
     figures["limitrange_edited"] = _timed(lambda: kube.get(limits, "kfocp-limits", ns)["spec"] == original, 30,
                                           "the LimitRange's spec restored")
 
@@ -226,8 +226,16 @@ def _churn(kube, control_plane, platform, seconds, rng):
     return latencies
 
 
+def _idle(kube, name):
+    """The CR, once no run is under way (Progressing=False) and it is Ready."""
+    cr = _ready(kube, name)
+    conds = dict((c["type"], c["status"]) for c in ((cr or {}).get("status") or {}).get("conditions") or [])
+    return cr if conds.get("Progressing") == "False" else None
+
+
 def test_api_server_and_etcd_restarts_under_the_operator(platform, operator, kube, control_plane):
     rng = random.Random(19)
+    wait_for(lambda: _idle(kube, platform["name"]), 600, interval=1, what="no full run under way")
     runs_before = _metric(operator, "kfocp_operator_reconcile_total", {"kind": "kubeflow", "result": "success"})
     rss = [operator.rss()]
     recovery, churn = [], {"user": [], "namespace": [], "repair": []}
@@ -236,12 +244,11 @@ def test_api_server_and_etcd_restarts_under_the_operator(platform, operator, kub
             churn[what] += values
         started = time.monotonic()
         control_plane.restart(component)
-        if component == "kube-apiserver":
-            # the old server's watches ended; /readyz must see it before the operator reconnects
-            assert operator.get("/readyz")[0] in (200, 503)
+        answered = time.monotonic()  # the restarted component is ready
         wait_for(lambda: operator.get("/readyz")[0] == 200, 120, interval=0.2,
                  what="/readyz 200 after the %s restart" % component)
-        recovery.append(round(time.monotonic() - started, 2))
+        recovery.append({"component": component, "restart_s": round(answered - started, 2),
+                         "ready_after_s": round(time.monotonic() - answered, 2)})
         assert operator.alive(), operator.log_tail()
         assert operator.get("/healthz")[0] == 200
         rss.append(operator.rss())
@@ -259,6 +266,8 @@ def test_api_server_and_etcd_restarts_under_the_operator(platform, operator, kub
     assert runs_after == runs_before, "restarts started full runs again (%d)" % (runs_after - runs_before)
     bound = 3 * TARGET * _scale()
     assert max(after["namespace"] + after["whitelist"]) < bound and max(after["user"]) < 2 * bound, after
+    if CHURN < 60:
+        return  # make test: the full run below is make soak's
     # a full run now finds nothing to change: what the operator made through the outages is what a
     # reconcile makes
     control_plane.kubectl("annotate", "kubeflow", platform["name"], "-n", NS, "--overwrite",

@@ -363,3 +363,19 @@ def test_fast_path_joins_the_mesh_the_way_the_role_does(variables, labels, membe
     patch = [o for o in objs if o["kind"] == "Namespace"][0]
     assert patch["metadata"].get("labels") == labels
     assert len([o for o in objs if o["kind"] == "ServiceMeshMember"]) == members
+
+
+def test_an_outside_edit_is_told_from_kfocps_own_apply():
+    from kfocp_operator.fastpath import outside_edit
+
+    def obj(*entries):
+        return {"metadata": {"managedFields": [dict(manager=m, operation=op, time=t) for m, op, t in entries]}}
+
+    ours = obj(("kfocp", "Apply", "2026-01-01T00:00:00Z"))
+    assert not outside_edit(ours, obj(("kfocp", "Apply", "2026-01-01T00:00:05Z")))
+    assert not outside_edit(obj(("kfocp-namespace-policies", "Apply", "t1")), obj(("kfocp-namespace-policies", "Apply", "t2")))
+    # an edit in the same second as kfocp's apply is still an edit
+    assert outside_edit(ours, obj(("kfocp", "Apply", "2026-01-01T00:00:00Z"), ("kubectl-patch", "Update", "2026-01-01T00:00:00Z")))
+    assert outside_edit(obj(("kfocp", "Apply", "t"), ("kubectl-edit", "Update", "t1")),
+                        obj(("kfocp", "Apply", "t"), ("kubectl-edit", "Update", "t2")))
+    assert outside_edit(None, ours)
