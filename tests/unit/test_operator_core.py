@@ -379,3 +379,20 @@ def test_an_outside_edit_is_told_from_kfocps_own_apply():
     assert outside_edit(obj(("kfocp", "Apply", "t"), ("kubectl-edit", "Update", "t1")),
                         obj(("kfocp", "Apply", "t"), ("kubectl-edit", "Update", "t2")))
     assert outside_edit(None, ours)
+
+
+def test_liveness_catches_a_wedged_worker_or_watch_but_not_a_busy_one():
+    from kfocp_operator import controller
+    from kfocp_operator.metrics import Metrics
+
+    ctl = controller.Controller(None, controller.Settings(None, ROOT), MODEL, Metrics())
+    now = time.monotonic()
+    ctl.beats["worker-0"] = (now, None)
+    assert ctl.wedged() is None
+    ctl.beats["worker-0"] = (now - 3600, ("ns", "kf"))  # an hour into a run: busy, not wedged
+    assert ctl.wedged() is None
+    ctl.beats["worker-0"] = (now - 3600, None)  # idle, and its loop has not turned for an hour
+    assert "worker-0" in ctl.wedged()
+    ctl.beats["worker-0"] = (now, None)
+    ctl.informer.beat = now - 3600
+    assert "watch" in ctl.wedged()
