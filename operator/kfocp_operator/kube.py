@@ -42,6 +42,19 @@ def _headers(client):
     return headers
 
 
+def api_reachable(client, timeout=3):
+    """(True, None) when the API server answers GET /version now; else (False, why). The probe
+    goes around the client's retries: it says how things are, not whether they can be made to work."""
+    try:
+        resp = client.pool.request("GET", client.host + "/version", headers=_headers(client), retries=False,
+                                   timeout=urllib3.Timeout(connect=timeout, read=timeout))
+    except urllib3.exceptions.HTTPError as err:
+        return False, "the API server %s does not answer: %s" % (client.host, getattr(err, "reason", None) or err)
+    if resp.status >= 500:
+        return False, "the API server %s answers %d" % (client.host, resp.status)
+    return True, None
+
+
 def list_with_version(client, res, namespace=None, label_selector=None):
     """(items, resourceVersion) of one LIST."""
     query = {"labelSelector": label_selector} if label_selector else None
@@ -64,7 +77,7 @@ WATCH_TIMEOUT = 60
 IDLE_MARGIN = 15
 # Reconnection after a failure: RETRY_FIRST seconds, doubled up to RETRY_MAX, each with jitter.
 RETRY_FIRST = 0.5
-RETRY_MAX = 10.0
+RETRY_MAX = 5.0
 
 
 def retry_delay(failures, rand=random.random):

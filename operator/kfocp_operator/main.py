@@ -58,6 +58,7 @@ def main(argv=None):
     from kfocp_operator.config import parse_duration
     from kfocp_operator.controller import Controller, Settings
     from kfocp_operator.fastpath import FastPath
+    from kfocp_operator.kube import api_reachable
     from kfocp_operator.metrics import HealthServer, Metrics
     from kfocp_operator.spec import SpecModel
 
@@ -91,9 +92,10 @@ def main(argv=None):
         return (False, why) if why else (True, None)
 
     def ready():
-        """Readiness: the API server answers, and every watch is synced and working now."""
-        if client.unreachable:
-            return False, "API server unreachable: %s" % client.unreachable
+        """Readiness: the API server answers now, and every watch is synced and working."""
+        ok, why = api_reachable(client)
+        if not ok:
+            return False, why
         if not controller.informer.healthy():
             return False, "Kubeflow watch not synced or failing"
         if fastpath is not None:

@@ -11,7 +11,9 @@ and deletions between the restarts) and ends with a full run that finds nothing 
 import json
 import os
 import random
+import signal
 import sys
+import threading
 import time
 import uuid
 
@@ -239,15 +241,29 @@ def test_api_server_and_etcd_restarts_under_the_operator(platform, operator, kub
     runs_before = _metric(operator, "kfocp_operator_reconcile_total", {"kind": "kubeflow", "result": "success"})
     rss = [operator.rss()]
     recovery, churn = [], {"user": [], "namespace": [], "repair": []}
-    for component in ("kube-apiserver", "etcd", "kube-apiserver"):
+    for component, crash in (("kube-apiserver", False), ("etcd", False), ("kube-apiserver", True)):
         for what, values in _churn(kube, control_plane, platform, CHURN * rng.uniform(0.5, 1.0), rng).items():
             churn[what] += values
+        codes, stop = [], threading.Event()
+        probe = threading.Thread(target=lambda: [codes.append(operator.get("/readyz")[0])
+                                                 for _i in iter(lambda: stop.wait(0.1), True)])
+        probe.start()
         started = time.monotonic()
-        control_plane.restart(component)
-        answered = time.monotonic()  # the restarted component is ready
+        try:
+            if crash:  # killed, down for a few seconds, then started again
+                control_plane.kill(component, signal.SIGKILL)
+                time.sleep(3)
+            control_plane.restart(component)
+        finally:
+            answered = time.monotonic()  # the restarted component is ready
+            stop.set()
+            probe.join(10)
+        if component == "kube-apiserver":
+            assert 503 in codes, "/readyz stayed %s while the API server was down" % sorted(set(codes))
         wait_for(lambda: operator.get("/readyz")[0] == 200, 120, interval=0.2,
                  what="/readyz 200 after the %s restart" % component)
-        recovery.append({"component": component, "restart_s": round(answered - started, 2),
+        recovery.append({"component": component, "crash": crash, "restart_s": round(answered - started, 2),
+                         "readyz_503_s": round(codes.count(503) * 0.1, 1),
                          "ready_after_s": round(time.monotonic() - answered, 2)})
         assert operator.alive(), operator.log_tail()
         assert operator.get("/healthz")[0] == 200
