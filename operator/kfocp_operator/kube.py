@@ -90,7 +90,7 @@ def retry_delay(failures, rand=random.random):
 
 
 def watch(client, res, resource_version, namespace=None, label_selector=None, timeout=WATCH_TIMEOUT, stop=None,
-          idle=None):
+          idle=None, opened=None):
     """Yield (type, object) from one WATCH request until the server closes it or `stop` is set.
     Bookmarks are yielded too (type BOOKMARK): they carry the resourceVersion to resume from.
     Raises Gone on 410, urllib3's ReadTimeoutError when nothing arrived for `idle` seconds."""
@@ -107,6 +107,8 @@ def watch(client, res, resource_version, namespace=None, label_selector=None, ti
             if resp.status == 410:
                 raise Gone()
             raise KubeError("WATCH %s: %d %s" % (client.path(res, namespace), resp.status, body[:300]), resp.status)
+        if opened is not None:
+            opened()
         buffer = b""
         for chunk in resp.stream(8192):
             buffer += chunk
@@ -192,12 +194,17 @@ class Informer(threading.Thread):
         self.synced.set()
         return version
 
+    def _opened(self):
+        """The server accepted the watch: it works again, whether or not anything happens."""
+        self.beat = time.monotonic()
+        self.failing = 0
+
     def _watch_once(self):
         """One WATCH request from self.version, until it ends."""
         timeout = self.timeout * (1 + random.random())
         self.watches += 1
         for kind, obj in watch(self.client, self.res, self.version, self.namespace, self.label_selector,
-                               timeout=timeout, stop=self.stop):
+                               timeout=timeout, stop=self.stop, opened=self._opened):
             self.beat = time.monotonic()
             self.failing = 0
             self.version = (obj.get("metadata") or {}).get("resourceVersion") or self.version

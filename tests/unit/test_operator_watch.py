@@ -65,6 +65,9 @@ class Stream:
                 self.wfile.write(data)
 
             def _watch(self, step):
+                if step == ("close",):  # the connection is cut before any answer
+                    self.connection.shutdown(2)
+                    return
                 if isinstance(step, tuple) and step[0] == "status":
                     self._send(step[1], {"kind": "Status", "code": step[1]})
                     return
@@ -183,11 +186,14 @@ def test_an_error_status_lists_again(stream):
     assert seen == [("ADDED", "a")] and informer.errors == 1
 
 
-def test_an_unreachable_server_is_not_healthy_and_recovers(stream):
+def test_a_failing_watch_is_not_healthy_and_a_quiet_accepted_one_is(stream):
     stream.lists = [([], 3)]
-    stream.watches = [("drop", [])] * 3 + [("idle", [])]
-    informer, _seen = run_informer(stream, lambda i, seen: not i.healthy() and i.synced.is_set())
-    assert informer.failing >= 1
+    stream.watches = [("close",), ("close",), ("idle", [])]
+    seen_unhealthy = []
+    informer, _seen = run_informer(stream, lambda i, seen: (seen_unhealthy.append(not i.healthy()) or True) and
+                                   len(stream.watch_queries()) >= 3 and i.healthy(), timeout=5)
+    assert any(seen_unhealthy) and informer.errors == 2 and informer.lists == 1
+    assert informer.healthy(), "a watch the server accepted, with nothing to tell, counts as working"
 
 
 def test_reconnection_delays_grow_to_a_cap_with_jitter():
