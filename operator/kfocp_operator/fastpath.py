@@ -20,10 +20,10 @@ from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.mesh impor
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.engine import ApplyError, Engine
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import scc
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.namespace_policies import WHITELIST
-from ansible_collections.kfocp.kubeflow.plugins.module_utils.objects import (FORCE, INSTANCE, MANAGER, OWNERSHIP,
-                                                                            PATCHED_PREFIX, SET, DefinitionError)
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.objects import (
+    FORCE, INSTANCE, MANAGER, OWNERSHIP, PATCHED_PREFIX, SET, DefinitionError)
 
-from kfocp_operator.kube import GROUPS, NAMESPACES, USERS, Informer, key_of
+from kfocp_operator.kube import GROUPS, NAMESPACES, USERS, Informer
 from kfocp_operator.spec import _templated
 
 LOG = logging.getLogger("kfocp.operator.fastpath")

@@ -218,8 +218,8 @@ def _churn(kube, control_plane, platform, seconds, rng):
     while time.monotonic() < deadline:
         latencies["user"].append(_new_user_gets_a_profile(kube, platform, timeout=30))
         latencies["namespace"].append(_new_namespace_gets_policies(kube, platform, timeout=30))
-        spaces = [i["metadata"]["namespace"] for i in kube.list(limits, label_selector="kfocp.io/instance=%s"
-                                                                   % platform["name"])]
+        owned = kube.list(limits, label_selector="kfocp.io/instance=%s" % platform["name"])
+        spaces = [i["metadata"]["namespace"] for i in owned]
         if spaces:
             victim = rng.choice(spaces)
             control_plane.kubectl("delete", "limitrange", "kfocp-limits", "-n", victim, "--wait=false")
