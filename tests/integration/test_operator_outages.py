@@ -210,6 +210,51 @@ def test_a_groups_new_member_gets_its_access_at_once(platform, kube):
              what="the access of %s taken away after it left the group" % member)
 
 
+def test_a_failed_fast_path_apply_is_retried_with_backoff(platform, operator, kube, control_plane):
+    """An admission policy refuses LimitRanges in the namespace at first: the fast path's apply
+    fails, is retried with backoff, and succeeds once the policy is gone, with no namespace event
+    to set it off again."""
+    tag = uuid.uuid4().hex[:6]
+    policy = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+              "metadata": {"name": "deny-limits-" + tag},
+              "spec": {"failurePolicy": "Fail", "matchConstraints": {"resourceRules": [
+                  {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
+                   "resources": ["limitranges"]}]},
+                  "validations": [{"expression": "false", "message": "refused by the test"}]}}
+    binding = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+               "metadata": {"name": "deny-limits-" + tag},
+               "spec": {"policyName": "deny-limits-" + tag, "validationActions": ["Deny"],
+                        "matchResources": {"namespaceSelector": {"matchLabels": {"kfocp-deny": tag}}}}}
+    control_plane.kubectl("create", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List",
+                                                                  "items": [policy, binding]}))
+    probe = "%s-d%s" % (platform["name"], tag[:4])
+    _namespace(kube, probe, {"kfocp-deny": tag})
+    limits = _res(kube, "v1", "LimitRange")
+    sample = {"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "probe", "namespace": probe},
+              "spec": {"limits": [{"type": "Container", "default": {"cpu": "1"}}]}}
+
+    def refused():
+        try:
+            kube.request("POST", kube.path(limits, probe), query={"dryRun": "All"}, body=sample)
+        except Exception as err:  # pylint: disable=broad-except
+            return "refused by the test" in str(err)
+        return False
+
+    wait_for(refused, 30, interval=0.2, what="the admission policy in force")
+    before = _metric(operator, "kfocp_operator_retries_total", {"kind": "fastpath"})
+    ns = "%s-r%s" % (platform["name"], tag[:4])
+    _namespace(kube, ns, dict(platform["labels"], **{"kfocp-deny": tag}))
+    wait_for(lambda: _metric(operator, "kfocp_operator_retries_total", {"kind": "fastpath"}) >= before + 2, 30,
+             interval=0.2, what="two retries of the refused apply")
+    assert kube.get(limits, "kfocp-limits", ns) is None
+    started = time.monotonic()
+    control_plane.kubectl("delete", "validatingadmissionpolicybinding", "deny-limits-" + tag)
+    control_plane.kubectl("delete", "validatingadmissionpolicy", "deny-limits-" + tag)
+    wait_for(lambda: kube.get(limits, "kfocp-limits", ns), 60, interval=0.2,
+             what="the LimitRange of %s after the policy is gone" % ns)
+    _record("fastpath_retry_recovered_s", round(time.monotonic() - started, 2))
+
+
 def _churn(kube, control_plane, platform, seconds, rng):
     """Users, profile namespaces and deletions of kfocp's LimitRanges for `seconds`."""
     limits = _res(kube, "v1", "LimitRange")
