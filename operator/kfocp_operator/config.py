@@ -11,6 +11,9 @@ import yaml
 
 ENV_PREFIX = "KFOCP_"
 DEFAULT_PERIOD = 30 * 60
+# The shortest resync period: a full run costs seconds to minutes, and the fast path and the
+# watches repair what changes in between.
+MIN_PERIOD = 60
 _DURATION = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ms|s|m|h)")
 _SCALE = {"ms": 0.001, "s": 1, "m": 60, "h": 3600}
 
@@ -79,8 +82,16 @@ def reconcile_period(annotations, variables, default=DEFAULT_PERIOD):
     reconcile_period setting, then the default. 0 turns periodic resync off."""
     from kfocp_operator import RECONCILE_PERIOD_ANNOTATION
     value = (annotations or {}).get(RECONCILE_PERIOD_ANNOTATION)
+    where = "annotation %s" % RECONCILE_PERIOD_ANNOTATION
     if value is None:
-        value = variables.get("reconcile_period")
+        value, where = variables.get("reconcile_period"), "reconcilePeriod"
     if value is None or value == "":
         return float(default)
-    return parse_duration(value)
+    try:
+        seconds = parse_duration(value)
+    except ConfigError as err:
+        raise ConfigError("%s: %s" % (where, err))
+    if 0 < seconds < MIN_PERIOD:
+        raise ConfigError("%s: %r is shorter than the minimum of %ds: give at least %ds, or 0 to turn periodic "
+                          "resync off" % (where, value, MIN_PERIOD, MIN_PERIOD))
+    return seconds

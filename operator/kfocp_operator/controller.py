@@ -17,6 +17,9 @@ from kfocp_operator.processes import kill_tree
 from kfocp_operator.workqueue import WorkQueue
 
 LOG = logging.getLogger("kfocp.operator")
+# Retries after a failure: FIRST_BACKOFF seconds, doubled on every failure in a row, up to
+# MAX_BACKOFF; a success starts again from FIRST_BACKOFF.
+FIRST_BACKOFF = 5
 MAX_BACKOFF = 600
 
 
@@ -27,6 +30,11 @@ def active_key(crs):
     oldest = min(crs, key=lambda c: (c["metadata"].get("creationTimestamp") or "", c["metadata"].get("namespace") or "",
                                      c["metadata"]["name"]))
     return (oldest["metadata"].get("namespace") or "", oldest["metadata"]["name"])
+
+
+def backoff(failures):
+    """Seconds before the retry that follows `failures` failures in a row."""
+    return min(MAX_BACKOFF, FIRST_BACKOFF * 2 ** min(failures - 1, 20))
 
 
 class Settings:
@@ -59,6 +67,8 @@ class Controller:
         self.queue = WorkQueue()
         self.generations = {}
         self.failures = {}
+        self.running = set()  # keys whose playbook runs now
+        self.beats = {}  # worker thread -> (time of its last turn, the key it handles or None)
         self.informer = Informer(client, KUBEFLOWS, self._event, namespace=settings.namespace, stop=self.stop)
         self.threads = []
         self.site = settings.root / "playbooks" / settings.playbook
@@ -122,12 +132,35 @@ class Controller:
         self.queue.add(key)
         self.metrics.queue_depth.labels("kubeflow").set(self.queue.depth())
 
+    def drift(self, instance):
+        """An object of `instance` that only a full run makes was edited or deleted: run it again,
+        unless a run is under way (its own prune deletes objects; the run converges them)."""
+        for obj in self.informer.items():
+            key = (obj["metadata"].get("namespace") or "", obj["metadata"]["name"])
+            if key[1] == instance and key not in self.running:
+                LOG.info("%s/%s: an object of it was edited or deleted; running again", *key)
+                self.queue.add(key)
+
+    def wedged(self, limit=120):
+        """Why a worker or the watch stopped turning, or None. A worker handling a CR is busy, not wedged."""
+        now = time.monotonic()
+        for name, (beat, key) in list(self.beats.items()):
+            if key is None and now - beat > limit:
+                return "worker %s made no progress for %ds" % (name, now - beat)
+        if self.informer.stale(now):
+            return "the Kubeflow watch made no progress"
+        return None
+
     def _work(self):
+        name = threading.current_thread().name
         while not self.stop.is_set():
+            self.beats[name] = (time.monotonic(), None)
             key = self.queue.get(timeout=1.0)
             self.metrics.queue_depth.labels("kubeflow").set(self.queue.depth())
             if key is None:
                 continue
+            self.beats[name] = (time.monotonic(), key)
+            self.running.add(key)
             try:
                 again = self.reconcile(key)
             except Exception as err:  # pylint: disable=broad-except  # keep the worker; retry with backoff
@@ -137,6 +170,7 @@ class Controller:
                 self._safe_status(key, {"conditions": [
                     status.condition(status.DEGRADED, True, "OperatorError", str(err))]})
             finally:
+                self.running.discard(key)
                 self.queue.done(key)
             if again:
                 self.queue.add_after(key, again)
@@ -144,7 +178,10 @@ class Controller:
     def _backoff(self, key):
         count = self.failures.get(key, 0) + 1
         self.failures[key] = count
-        return min(MAX_BACKOFF, 5 * 2 ** (count - 1))
+        delay = backoff(count)
+        self.metrics.retries.labels("kubeflow").inc()
+        self.metrics.backoff.labels("kubeflow").set(delay)
+        return delay
 
     # ------------------------------------------------------------ status
 
@@ -162,7 +199,12 @@ class Controller:
         return updated or cr
 
     def _safe_status(self, key, new):
-        cr = get_kubeflow(self.client, *key)
+        """Write a status after a failure, when the API server lets it (it may be the failure)."""
+        try:
+            cr = get_kubeflow(self.client, *key)
+        except KubeError as err:
+            LOG.warning("could not read %s/%s to write its status: %s", key[0], key[1], err)
+            return
         if cr is not None:
             self._write_status(cr, new)
 
@@ -216,6 +258,7 @@ class Controller:
         self.metrics.reconciles.labels("kubeflow", "success" if result.ok else "failed").inc()
         if result.ok:
             self.failures.pop(key, None)
+            self.metrics.backoff.labels("kubeflow").set(0)
             post_event(self.client, cr, "Normal", "Reconciled", "%s changed, %s ok in %.1fs"
                        % (result.totals["changed"], result.totals["ok"], elapsed))
             LOG.info("%s/%s: reconciled in %.1fs (%d changed, %d ok); next resync in %ds", key[0], key[1], elapsed,

@@ -4,7 +4,9 @@ same connection, retries and auth as the roles)."""
 import datetime
 import json
 import logging
+import random
 import threading
+import time
 from urllib.parse import urlencode
 
 import urllib3
@@ -40,6 +42,19 @@ def _headers(client):
     return headers
 
 
+def api_reachable(client, timeout=3):
+    """(True, None) when the API server answers GET /version now; else (False, why). The probe
+    goes around the client's retries: it says how things are, not whether they can be made to work."""
+    try:
+        resp = client.pool.request("GET", client.host + "/version", headers=_headers(client), retries=False,
+                                   timeout=urllib3.Timeout(connect=timeout, read=timeout))
+    except urllib3.exceptions.HTTPError as err:
+        return False, "the API server %s does not answer: %s" % (client.host, getattr(err, "reason", None) or err)
+    if resp.status >= 500:
+        return False, "the API server %s answers %d" % (client.host, resp.status)
+    return True, None
+
+
 def list_with_version(client, res, namespace=None, label_selector=None):
     """(items, resourceVersion) of one LIST."""
     query = {"labelSelector": label_selector} if label_selector else None
@@ -52,24 +67,48 @@ def list_with_version(client, res, namespace=None, label_selector=None):
 
 
 class Gone(Exception):
-    """The watch's resourceVersion is too old: list again."""
+    """The watch's resourceVersion is too old (410 Gone): list again."""
 
 
-def watch(client, res, resource_version, namespace=None, label_selector=None, timeout=240, stop=None):
-    """Yield (type, object) from one WATCH request until the server closes it or `stop` is set."""
+# A watch asks the server to end it after WATCH_TIMEOUT to 2 x WATCH_TIMEOUT seconds (spread, so
+# that watches do not all reconnect at once), and gives up on a connection that delivered nothing,
+# not even a bookmark, for IDLE_MARGIN seconds beyond that: a watch that silently stopped.
+WATCH_TIMEOUT = 60
+IDLE_MARGIN = 15
+# Reconnection after a failure: RETRY_FIRST seconds, doubled up to RETRY_MAX, each with jitter.
+RETRY_FIRST = 0.5
+RETRY_MAX = 5.0
+
+
+def retry_delay(failures, rand=random.random):
+    """Seconds to wait before reconnecting after `failures` failures in a row: capped exponential
+    backoff with jitter (between half and all of it)."""
+    if failures <= 0:
+        return 0.0
+    base = min(RETRY_MAX, RETRY_FIRST * 2 ** (failures - 1))
+    return base * (0.5 + rand() / 2)
+
+
+def watch(client, res, resource_version, namespace=None, label_selector=None, timeout=WATCH_TIMEOUT, stop=None,
+          idle=None, opened=None):
+    """Yield (type, object) from one WATCH request until the server closes it or `stop` is set.
+    Bookmarks are yielded too (type BOOKMARK): they carry the resourceVersion to resume from.
+    Raises Gone on 410, urllib3's ReadTimeoutError when nothing arrived for `idle` seconds."""
     query = {"watch": "1", "resourceVersion": resource_version, "allowWatchBookmarks": "true",
-             "timeoutSeconds": str(timeout)}
+             "timeoutSeconds": str(int(timeout))}
     if label_selector:
         query["labelSelector"] = label_selector
     url = client.host + client.path(res, namespace) + "?" + urlencode(query)
     resp = client.pool.request("GET", url, headers=_headers(client), preload_content=False, retries=False,
-                               timeout=urllib3.Timeout(connect=10, read=timeout + 30))
+                               timeout=urllib3.Timeout(connect=10, read=idle or timeout + IDLE_MARGIN))
     try:
         if resp.status != 200:
             body = resp.read()
             if resp.status == 410:
                 raise Gone()
             raise KubeError("WATCH %s: %d %s" % (client.path(res, namespace), resp.status, body[:300]), resp.status)
+        if opened is not None:
+            opened()
         buffer = b""
         for chunk in resp.stream(8192):
             buffer += chunk
@@ -91,10 +130,16 @@ def watch(client, res, resource_version, namespace=None, label_selector=None, ti
 
 class Informer(threading.Thread):
     """Keeps a cache of one kind (optionally filtered by labels) and calls `handler(type, obj, old)`
-    for every change: list, then watch from the list's resourceVersion; list again on 410 Gone or
-    a dropped connection, reporting what changed meanwhile."""
+    for every change, with the API's watch semantics:
+    - list, then watch from the list's resourceVersion;
+    - every event and bookmark moves the resourceVersion on; a watch that ends (the server's
+      timeoutSeconds, a dropped connection, an idle read timeout) resumes from it, without a list;
+    - 410 Gone (the version was compacted) lists again, reporting what changed meanwhile;
+    - failures reconnect after a capped, jittered backoff.
+    `healthy()` says whether the watch is working now; `beat` is the time of its last progress."""
 
-    def __init__(self, client, res, handler, namespace=None, label_selector=None, stop=None, name=None):
+    def __init__(self, client, res, handler, namespace=None, label_selector=None, stop=None, name=None,
+                 timeout=WATCH_TIMEOUT):
         super().__init__(name=name or "informer-%s" % res.plural, daemon=True)
         self.client = client
         self.res = res
@@ -102,14 +147,28 @@ class Informer(threading.Thread):
         self.namespace = namespace
         self.label_selector = label_selector
         self.stop = stop or threading.Event()
+        self.timeout = timeout
         self.cache = {}
         self.synced = threading.Event()
         self.lock = threading.Lock()
         self.errors = 0
+        self.lists = 0
+        self.watches = 0
+        self.failing = 0  # failures in a row; 0 while the watch works
+        self.beat = time.monotonic()
+        self.version = None
 
     def items(self):
         with self.lock:
             return list(self.cache.values())
+
+    def healthy(self):
+        return self.synced.is_set() and not self.failing
+
+    def stale(self, now=None):
+        """True when the loop made no progress for longer than a watch can stay silent: wedged."""
+        limit = 2 * self.timeout + IDLE_MARGIN + RETRY_MAX + 30
+        return (now or time.monotonic()) - self.beat > limit
 
     def _deliver(self, kind, obj, old=None):
         try:
@@ -119,6 +178,7 @@ class Informer(threading.Thread):
 
     def _relist(self):
         items, version = list_with_version(self.client, self.res, self.namespace, self.label_selector)
+        self.lists += 1
         fresh = dict((key_of(item), item) for item in items)
         with self.lock:
             old_cache, self.cache = self.cache, fresh
@@ -134,37 +194,53 @@ class Informer(threading.Thread):
         self.synced.set()
         return version
 
+    def _opened(self):
+        """The server accepted the watch: it works again, whether or not anything happens."""
+        self.beat = time.monotonic()
+        self.failing = 0
+
+    def _watch_once(self):
+        """One WATCH request from self.version, until it ends."""
+        timeout = self.timeout * (1 + random.random())
+        self.watches += 1
+        for kind, obj in watch(self.client, self.res, self.version, self.namespace, self.label_selector,
+                               timeout=timeout, stop=self.stop, opened=self._opened):
+            self.beat = time.monotonic()
+            self.failing = 0
+            self.version = (obj.get("metadata") or {}).get("resourceVersion") or self.version
+            if kind == "BOOKMARK":
+                continue
+            obj.setdefault("apiVersion", self.res.api_version)
+            obj.setdefault("kind", self.res.kind)
+            key = key_of(obj)
+            with self.lock:
+                old = self.cache.get(key)
+                if kind == "DELETED":
+                    self.cache.pop(key, None)
+                else:
+                    self.cache[key] = obj
+            self._deliver(kind, obj, old)
+
     def run(self):
-        version = None
-        delay = 0.5
         while not self.stop.is_set():
+            self.beat = time.monotonic()
             try:
-                if version is None:
-                    version = self._relist()
-                for kind, obj in watch(self.client, self.res, version, self.namespace, self.label_selector,
-                                       stop=self.stop):
-                    version = (obj.get("metadata") or {}).get("resourceVersion") or version
-                    if kind == "BOOKMARK":
-                        continue
-                    obj.setdefault("apiVersion", self.res.api_version)
-                    obj.setdefault("kind", self.res.kind)
-                    key = key_of(obj)
-                    with self.lock:
-                        old = self.cache.get(key)
-                        if kind == "DELETED":
-                            self.cache.pop(key, None)
-                        else:
-                            self.cache[key] = obj
-                    self._deliver(kind, obj, old)
-                delay = 0.5
+                if self.version is None:
+                    self.version = self._relist()
+                    self.failing = 0
+                self._watch_once()
             except Gone:
-                version = None
+                LOG.info("watch of %s: resourceVersion %s expired (410 Gone); listing again",
+                         self.res.plural, self.version)
+                self.version = None
             except (KubeError, urllib3.exceptions.HTTPError, OSError, ValueError) as err:
                 self.errors += 1
-                LOG.warning("watch of %s interrupted (%s); listing again in %.1fs", self.res.plural, err, delay)
-                version = None
+                self.failing += 1
+                if isinstance(err, (KubeError, ValueError)) and not isinstance(err, urllib3.exceptions.HTTPError):
+                    self.version = None  # the server refused the watch, or sent nonsense: start from a list
+                delay = retry_delay(self.failing)
+                LOG.warning("watch of %s interrupted (%s); reconnecting in %.1fs", self.res.plural, err, delay)
                 self.stop.wait(delay)
-                delay = min(delay * 2, 30)
 
 
 def patch_status(client, obj, status):

@@ -58,6 +58,7 @@ def main(argv=None):
     from kfocp_operator.config import parse_duration
     from kfocp_operator.controller import Controller, Settings
     from kfocp_operator.fastpath import FastPath
+    from kfocp_operator.kube import api_reachable
     from kfocp_operator.metrics import HealthServer, Metrics
     from kfocp_operator.spec import SpecModel
 
@@ -78,18 +79,27 @@ def main(argv=None):
     controller = Controller(client, settings, SpecModel.from_collection(
         root, on_error=lambda err: log.error("%s: its variables are not part of the spec", err)), metrics, fastpath, stop)
 
+    if fastpath is not None:
+        fastpath.on_drift = controller.drift
+
     def healthy():
+        """Liveness: every thread alive and turning (a wedged loop fails it, and the pod restarts)."""
         if not controller.alive():
             return False, "a watch or worker thread stopped"
         if fastpath is not None and not fastpath.alive():
             return False, "a fast-path watch stopped"
-        return True, None
+        why = controller.wedged() or (fastpath.wedged() if fastpath is not None else None)
+        return (False, why) if why else (True, None)
 
     def ready():
-        if not controller.informer.synced.is_set():
-            return False, "Kubeflow watch not synced yet"
-        if fastpath is not None and not fastpath.synced():
-            return False, "namespace or User watch not synced yet"
+        """Readiness: the API server answers now, and every watch is synced and working."""
+        ok, why = api_reachable(client)
+        if not ok:
+            return False, why
+        if not controller.informer.healthy():
+            return False, "Kubeflow watch not synced or failing"
+        if fastpath is not None:
+            return fastpath.healthy()
         return True, None
 
     server = HealthServer(metrics, healthy, ready, port=args.port)

@@ -20,6 +20,11 @@ class Metrics:
                               ["kind"], registry=self.registry)
         self.queue_depth = Gauge("kfocp_operator_queue_depth", "Work waiting, by queue", ["queue"],
                                  registry=self.registry)
+        self.retries = Counter("kfocp_operator_retries_total",
+                               "Work scheduled again after a failure, by kind", ["kind"], registry=self.registry)
+        self.backoff = Gauge("kfocp_operator_retry_backoff_seconds",
+                             "The delay of the last retry scheduled, by kind (0 after a success)", ["kind"],
+                             registry=self.registry)
         self.objects = Counter("kfocp_operator_fastpath_objects_total",
                                "Objects the fast path applied, by action", ["action"], registry=self.registry)
 

@@ -1,6 +1,7 @@
 """A work queue with client-go's semantics: a key is handled by one worker at a time; adding a
 key while it is being handled marks it for exactly one follow-up, however many adds arrive;
-add_after schedules a key (resync, retry backoff)."""
+add_after schedules a key (resync, retry backoff), one pending schedule per key: a new one
+replaces the old, and handing the key out drops it (the run that follows sets the next)."""
 import heapq
 import itertools
 import threading
@@ -15,6 +16,7 @@ class WorkQueue:
         self._dirty = set()
         self._processing = set()
         self._delayed = []
+        self._waiting = {}  # key -> the sequence number of its one live entry in _delayed
         self._seq = itertools.count()
         self._shutdown = False
 
@@ -35,14 +37,31 @@ class WorkQueue:
             self.add(key)
             return
         with self._cond:
-            heapq.heappush(self._delayed, (time.monotonic() + delay, next(self._seq), key))
+            seq = next(self._seq)
+            self._waiting[key] = seq
+            heapq.heappush(self._delayed, (time.monotonic() + delay, seq, key))
             self._cond.notify_all()
 
     def forget(self, key):
-        """Drop scheduled adds of `key` (its object is gone)."""
+        """Drop the scheduled add of `key` (its object is gone)."""
         with self._cond:
-            self._delayed = [entry for entry in self._delayed if entry[2] != key]
-            heapq.heapify(self._delayed)
+            self._waiting.pop(key, None)
+
+    def scheduled(self, key):
+        """Seconds until `key`'s scheduled add, or None."""
+        with self._cond:
+            seq = self._waiting.get(key)
+            for when, entry_seq, _key in self._delayed:
+                if entry_seq == seq:
+                    return max(0.0, when - time.monotonic())
+            return None
+
+    def _due(self, now):
+        while self._delayed and self._delayed[0][0] <= now:
+            _when, seq, key = heapq.heappop(self._delayed)
+            if self._waiting.get(key) == seq:  # else replaced or forgotten
+                del self._waiting[key]
+                self._add(key)
 
     def get(self, timeout=None):
         """The next key to handle, or None on shutdown or timeout. Call done(key) afterwards."""
@@ -50,11 +69,11 @@ class WorkQueue:
         with self._cond:
             while True:
                 now = time.monotonic()
-                while self._delayed and self._delayed[0][0] <= now:
-                    self._add(heapq.heappop(self._delayed)[2])
+                self._due(now)
                 if self._queue:
                     key = self._queue.popleft()
                     self._dirty.discard(key)
+                    self._waiting.pop(key, None)
                     self._processing.add(key)
                     return key
                 if self._shutdown:

@@ -44,7 +44,8 @@ AUTH_ENV = {
     "proxy": "K8S_AUTH_PROXY",
 }
 
-RETRY_STATUS = (429, 500, 502, 503, 504)
+# How many times a 500 is retried (for requests that are safe to repeat).
+RETRIES_ON_500 = 2
 DISCOVERY_ACCEPT = ("application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,"
                     "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,"
                     "application/json")
@@ -151,8 +152,8 @@ class Client:
         self._lock = threading.Lock()
         self.warnings = set()
         self.requests = 0
-        # Set once the server stayed unreachable through a whole retry sequence: every later
-        # request fails at once with the same message instead of retrying on its own.
+        # The last connection failure's message while the API server does not answer: requests
+        # then make one attempt each instead of a retry sequence. The first answer clears it.
         self.unreachable = None
 
     @classmethod
@@ -174,34 +175,49 @@ class Client:
                 accept="application/json", allow=()):
         """Send one request; return the decoded JSON body, or None for a status in `allow`.
 
-        429, 5xx and connection failures are retried with capped exponential backoff (and the
-        server's Retry-After); every other error raises KubeError with the server's message.
+        Only requests that are safe to repeat are retried (see `_retry_kind`), with capped
+        exponential backoff and the server's Retry-After; every other error raises KubeError with
+        the server's message. While the server is known to be down (`unreachable`), a request
+        makes one attempt instead of a whole retry sequence; the first answer clears it.
         """
         url = self.host + path
         if query:
             url += "?" + "&".join("%s=%s" % (k, _quote(v)) for k, v in query.items() if v is not None)
         data = None if body is None else json.dumps(body, separators=(",", ":")).encode("utf-8")
+        idempotent = _idempotent(method, content_type)
+        retries = 0 if self.unreachable else self.retries
         attempt = 0
         started = time.monotonic()
         while True:
-            if self.unreachable:
-                raise KubeError(self.unreachable)
             attempt += 1
             self.requests += 1
             try:
                 resp = self.pool.request(method, url, body=data, timeout=self.timeout, retries=False,
                                          headers=self._headers(accept, content_type if data is not None else None))
             except urllib3.exceptions.HTTPError as err:
-                if attempt > self.retries:
-                    self.unreachable = ("the API server %s did not answer after %d attempts in %.1fs: %s"
-                                        % (self.host, attempt, time.monotonic() - started, _root(err)))
-                    raise KubeError(self.unreachable)
+                sent = not isinstance(err, (urllib3.exceptions.NewConnectionError,
+                                            urllib3.exceptions.ConnectTimeoutError))
+                message = ("the API server %s did not answer after %d attempts in %.1fs: %s"
+                           % (self.host, attempt, time.monotonic() - started, _root(err)))
+                if attempt > retries:
+                    self.unreachable = message
+                    raise KubeError(message)
+                if sent and not idempotent:
+                    # The request may have been processed: a POST is repeated only when a named
+                    # object it would create is not there.
+                    found = self._created(method, path, body)
+                    if found is not False:
+                        if found is None:
+                            raise KubeError("%s %s: the connection failed after the request was sent (%s); "
+                                            "not repeated, as it may have been processed" % (method, path, _root(err)))
+                        return found
                 self._sleep(attempt, None)
                 continue
+            self.unreachable = None
             warning = resp.headers.get("Warning")
             if warning:
                 self.warnings.add(warning)
-            if resp.status in RETRY_STATUS and attempt <= self.retries and not _permanent(resp):
+            if attempt <= retries and self._retryable(resp.status, idempotent, attempt):
                 self._sleep(attempt, resp.headers.get("Retry-After"))
                 continue
             if resp.status < 300:
@@ -213,6 +229,36 @@ class Client:
             body_json = _decode(resp.data)
             message = body_json.get("message") or resp.data[:300].decode("utf-8", "replace")
             raise KubeError("%s %s: %d %s" % (method, path, resp.status, message), resp.status, body_json)
+
+    @staticmethod
+    def _retryable(status, idempotent, attempt):
+        """429 is refused before the request is processed: always retried. 502, 503 and 504 are
+        retried for requests that are safe to repeat. A 500 may be permanent (a malformed object):
+        a request safe to repeat gets two more tries, enough for a passing storage error."""
+        if status == 429:
+            return True
+        if not idempotent:
+            return False
+        if status in (502, 503, 504):
+            return True
+        return status == 500 and attempt <= RETRIES_ON_500
+
+    def _created(self, method, path, body):
+        """After a POST whose answer was lost: the object, if a named object it would create now
+        exists; False if it does not (the POST may be repeated); None if that cannot be told."""
+        name = ((body or {}).get("metadata") or {}).get("name") if method == "POST" and isinstance(body, dict) else None
+        if not name:
+            return None
+        try:
+            resp = self.pool.request("GET", self.host + path.split("?")[0] + "/" + _quote(name), timeout=self.timeout,
+                                     retries=False, headers=self._headers("application/json", None))
+        except urllib3.exceptions.HTTPError:
+            return None
+        if resp.status == 404:
+            return False
+        if resp.status < 300:
+            return json.loads(resp.data)
+        return None
 
     def _sleep(self, attempt, retry_after):
         delay = min(self.max_backoff, self.backoff * (2 ** (attempt - 1)))
@@ -336,15 +382,13 @@ class Client:
             resp.release_conn()
 
 
-# 500s that the API server gives for a malformed object: retrying cannot help.
-_PERMANENT_500 = ("failed to create typed patch object", "failed to convert", "unable to convert")
+# Methods a repeat cannot duplicate. PATCH is too, except a JSON patch (its "add" to a list
+# would add twice); POST is not: it is repeated only when the object proves absent.
+IDEMPOTENT = ("GET", "HEAD", "OPTIONS", "PUT", "DELETE", "PATCH")
 
 
-def _permanent(resp):
-    if resp.status != 500:
-        return False
-    message = _decode(resp.data).get("message", "")
-    return any(text in message for text in _PERMANENT_500)
+def _idempotent(method, content_type):
+    return method in IDEMPOTENT and not (method == "PATCH" and content_type == "application/json-patch+json")
 
 
 def _quote(value):

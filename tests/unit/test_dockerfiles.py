@@ -53,3 +53,23 @@ def test_base_is_pinned_user_is_not_root_and_the_collection_is_copied(name, base
 def test_the_ansible_operator_image_ships_watches_yaml_where_it_is_read():
     copies = [args for op, args in instructions(OPERATOR / "Dockerfile.ansible-operator") if op.upper() == "COPY"]
     assert any(c.split()[-2:] == ["operator/watches.yaml", "/opt/ansible/watches.yaml"] for c in copies)
+
+
+# The distribution of each runtime requirement, and the module the product imports from it (None:
+# used as a program or by Ansible itself, not imported).
+IMPORTED_AS = {"ansible": None, "ansible-runner": "ansible_runner", "kubernetes": "kubernetes",
+               "jmespath": None, "PyYAML": "yaml", "prometheus-client": "prometheus_client"}
+
+
+def test_every_runtime_requirement_is_used_and_kopf_is_gone():
+    """The images install requirements.txt: a package there that nothing imports is dead weight in
+    every image (kopf was one: the operator is a plain watch loop, see operator/README.md)."""
+    names = [re.split(r"[=<>!~\[; ]", line.strip())[0] for line in (ROOT / "requirements.txt").read_text().splitlines()
+             if line.strip() and not line.startswith("#")]
+    assert "kopf" not in names
+    assert set(names) == set(IMPORTED_AS), "a requirement was added or removed: say here how the product uses it"
+    sources = "\n".join(p.read_text() for folder in ("plugins", "operator/kfocp_operator", "operator/hack")
+                        for p in (ROOT / folder).rglob("*.py"))
+    for name, module in IMPORTED_AS.items():
+        if module:
+            assert re.search(r"^\s*(import|from) %s\b" % module, sources, re.M), "%s is not imported anywhere" % name

@@ -70,6 +70,17 @@ def test_reconcile_period_annotation_then_setting_then_default():
     assert config.reconcile_period(annotation, {"reconcile_period": "5m"}) == 120
     assert config.reconcile_period({}, {"reconcile_period": "5m"}) == 300
     assert config.reconcile_period({}, {}, default=42) == 42
+    assert config.reconcile_period({}, {"reconcile_period": "0s"}) == 0
+
+
+@pytest.mark.parametrize("annotations, variables, field", [
+    ({"ansible.operator-sdk/reconcile-period": "1ms"}, {}, "annotation ansible.operator-sdk/reconcile-period"),
+    ({}, {"reconcile_period": "59s"}, "reconcilePeriod"),
+    ({"ansible.operator-sdk/reconcile-period": "soon"}, {}, "annotation ansible.operator-sdk/reconcile-period")])
+def test_a_reconcile_period_below_the_minimum_or_malformed_names_its_field(annotations, variables, field):
+    with pytest.raises(config.ConfigError) as err:
+        config.reconcile_period(annotations, variables)
+    assert str(err.value).startswith(field + ":")
 
 
 # ------------------------------------------------------------ status
@@ -191,6 +202,69 @@ def test_add_after_delays():
     queue.forget("k")
 
 
+def test_one_pending_schedule_per_key_the_last_one_wins():
+    queue = WorkQueue()
+    for delay in (0.05, 0.1, 0.15, 0.3):
+        queue.add_after("k", delay)
+    assert 0.2 < queue.scheduled("k") <= 0.3
+    assert queue.get(0.2) is None, "an earlier, replaced schedule fired"
+    assert queue.get(0.5) == "k"
+    queue.done("k")
+    assert queue.get(0.4) is None, "one schedule gave more than one run"
+
+
+def test_handing_a_key_out_drops_its_schedule():
+    queue = WorkQueue()
+    queue.add_after("k", 0.1)
+    queue.add("k")  # an event: the run it causes decides the next schedule
+    assert queue.get(0.05) == "k" and queue.scheduled("k") is None
+    queue.done("k")
+    assert queue.get(0.3) is None
+    queue.add_after("gone", 0.05)
+    queue.forget("gone")
+    assert queue.get(0.2) is None
+
+
+def test_failures_back_off_exponentially_to_a_cap_and_a_success_resets(monkeypatch):
+    from kfocp_operator import controller
+    from kfocp_operator.metrics import Metrics
+
+    outcomes = iter([RuntimeError("boom")] * 9 + [None, RuntimeError("boom")])
+
+    class Probe(controller.Controller):
+        def reconcile(self, key):
+            outcome = next(outcomes)
+            if outcome is not None:
+                raise outcome
+            self.failures.pop(key, None)
+            return None
+
+        def _safe_status(self, key, new):
+            return None
+
+    settings = controller.Settings(None, ROOT)
+    metrics = Metrics()
+    ctl = Probe(None, settings, MODEL, metrics)
+    delays = []
+    real_add_after = ctl.queue.add_after
+    monkeypatch.setattr(ctl.queue, "add_after", lambda key, delay: (delays.append(delay), real_add_after(key, 3600)))
+    key = ("ns", "kf")
+    for _run in range(11):
+        ctl.queue.add(key)
+        ctl.stop.clear()
+        worker = threading.Thread(target=ctl._work)  # pylint: disable=protected-access
+        worker.start()
+        deadline = time.monotonic() + 5
+        while ctl.queue.depth() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        ctl.stop.set()
+        worker.join(5)
+        assert len(ctl.queue._waiting) <= 1, "one pending retry per key"  # pylint: disable=protected-access
+    assert delays == [5, 10, 20, 40, 80, 160, 320, 600, 600, 5]
+    assert metrics.registry.get_sample_value("kfocp_operator_retries_total", {"kind": "kubeflow"}) == 10
+    assert metrics.registry.get_sample_value("kfocp_operator_retry_backoff_seconds", {"kind": "kubeflow"}) == 5
+
+
 # ------------------------------------------------------------ runner events and extravars
 
 def test_events_are_counted_per_role_with_failures():
@@ -289,3 +363,36 @@ def test_fast_path_joins_the_mesh_the_way_the_role_does(variables, labels, membe
     patch = [o for o in objs if o["kind"] == "Namespace"][0]
     assert patch["metadata"].get("labels") == labels
     assert len([o for o in objs if o["kind"] == "ServiceMeshMember"]) == members
+
+
+def test_an_outside_edit_is_told_from_kfocps_own_apply():
+    from kfocp_operator.fastpath import outside_edit
+
+    def obj(*entries):
+        return {"metadata": {"managedFields": [dict(manager=m, operation=op, time=t) for m, op, t in entries]}}
+
+    ours = obj(("kfocp", "Apply", "2026-01-01T00:00:00Z"))
+    assert not outside_edit(ours, obj(("kfocp", "Apply", "2026-01-01T00:00:05Z")))
+    assert not outside_edit(obj(("kfocp-namespace-policies", "Apply", "t1")), obj(("kfocp-namespace-policies", "Apply", "t2")))
+    # an edit in the same second as kfocp's apply is still an edit
+    assert outside_edit(ours, obj(("kfocp", "Apply", "2026-01-01T00:00:00Z"), ("kubectl-patch", "Update", "2026-01-01T00:00:00Z")))
+    assert outside_edit(obj(("kfocp", "Apply", "t"), ("kubectl-edit", "Update", "t1")),
+                        obj(("kfocp", "Apply", "t"), ("kubectl-edit", "Update", "t2")))
+    assert outside_edit(None, ours)
+
+
+def test_liveness_catches_a_wedged_worker_or_watch_but_not_a_busy_one():
+    from kfocp_operator import controller
+    from kfocp_operator.metrics import Metrics
+
+    ctl = controller.Controller(None, controller.Settings(None, ROOT), MODEL, Metrics())
+    now = time.monotonic()
+    ctl.beats["worker-0"] = (now, None)
+    assert ctl.wedged() is None
+    ctl.beats["worker-0"] = (now - 3600, ("ns", "kf"))  # an hour into a run: busy, not wedged
+    assert ctl.wedged() is None
+    ctl.beats["worker-0"] = (now - 3600, None)  # idle, and its loop has not turned for an hour
+    assert "worker-0" in ctl.wedged()
+    ctl.beats["worker-0"] = (now, None)
+    ctl.informer.beat = now - 3600
+    assert "watch" in ctl.wedged()

@@ -308,6 +308,28 @@ def _gatekeeper(settings):
     return objs
 
 
+def _whitelist(namespace, cfg):
+    if cfg["namespace_policies_tolerations_mode"] != "annotation" or not cfg["namespace_policies_whitelist_others"]:
+        return []
+    name = namespace["metadata"]["name"]
+    if not _live(namespace) or is_profile_namespace(namespace, cfg) or excluded(name, cfg) or _made_by_kfocp(namespace):
+        return []
+    return [_shared_namespace(name, {WHITELIST: _json(cfg["namespace_policies_others_whitelist"])})]
+
+
+def whitelist_for_namespace(namespace, settings):
+    """The tolerations whitelist patch of ONE namespace that is no profile namespace (a live
+    Namespace object): [] when it gets none (excluded, kfocp's own, or the mode has none), or
+    when it already carries the whitelist."""
+    cfg = Settings(settings).check()
+    namespace = plain(namespace)
+    objs = _whitelist(namespace, cfg)
+    current = ((namespace.get("metadata") or {}).get("annotations") or {}).get(WHITELIST)
+    if objs and current == objs[0]["metadata"]["annotations"][WHITELIST]:
+        return []
+    return objs
+
+
 def objects(namespaces, settings, all_namespaces=None, serviceaccounts=None, memberroll=None):
     """The role's whole desired state.
 
@@ -329,15 +351,9 @@ def objects(namespaces, settings, all_namespaces=None, serviceaccounts=None, mem
     mode = cfg["namespace_policies_tolerations_mode"]
     if mode == "gatekeeper":
         objs += _gatekeeper(cfg)
-    elif mode == "annotation" and cfg["namespace_policies_whitelist_others"] and all_namespaces is not None:
-        names = set(n["metadata"]["name"] for n in profiles)
-        whitelist = _json(cfg["namespace_policies_others_whitelist"])
+    elif all_namespaces is not None:
         for namespace in sorted(all_namespaces, key=lambda n: n["metadata"]["name"]):
-            name = namespace["metadata"]["name"]
-            if name in names or not _live(namespace) or is_profile_namespace(namespace, cfg) or excluded(name, cfg) \
-                    or _made_by_kfocp(namespace):
-                continue
-            objs.append(_shared_namespace(name, {WHITELIST: whitelist}))
+            objs += _whitelist(namespace, cfg)
     if cfg["namespace_policies_mesh_mode"] == "memberroll":
         objs.append(memberroll_object(memberroll, [n["metadata"]["name"] for n in profiles], cfg))
     return objs
