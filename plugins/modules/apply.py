@@ -62,6 +62,9 @@ options:
         their base64 forms as a Secret's C(data) holds them, are replaced by C(********) in
         everything the module returns - messages, RV(objects), diffs - so that the task needs no
         C(no_log) and a failure still says what failed.
+      - Whatever this option holds, diffs never show a Secret's C(data) or C(stringData), nor an
+        OAuthClient's C(secret), in the old state or the new; a field whose new value holds one of
+        these values has its old value masked too. A changed secret shows as C(******** (changed)).
     type: list
     elements: str
     default: []
@@ -131,7 +134,8 @@ def main():
     module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
     # the values are masked as no_log options are; a Secret's data holds them base64-encoded
     module.no_log_values.update(redacted_forms(module.params["redact"]))
-    result, error = run_engine(module.params, auth_params(module.params), module.check_mode, module._diff)
+    result, error = run_engine(module.params, auth_params(module.params), module.check_mode, module._diff,
+                               no_log_values=module.no_log_values)
     if error:
         module.fail_json(msg=error, **result)
     module.exit_json(**result)

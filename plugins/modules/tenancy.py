@@ -116,7 +116,7 @@ def main():
     })
     module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
     result, error = run_engine(module.params, auth_params(module.params), module.check_mode, module._diff,
-                               build=BUILDS[module.params["build"]])
+                               build=BUILDS[module.params["build"]], no_log_values=module.no_log_values)
     if error:
         module.fail_json(msg=error, **result)
     module.exit_json(**result)
