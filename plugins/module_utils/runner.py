@@ -143,7 +143,8 @@ def engine_from(params, auth, check_mode=False, diff=False):
     return Engine(client, instance=params.get("instance") or "kfocp", set_name=params.get("set"),
                   field_manager=params.get("field_manager") or "kfocp", force=params.get("force", False),
                   adopt=params.get("adopt", False), check_mode=check_mode, diff=diff,
-                  concurrency=params.get("concurrency") or 32, wait_timeout=params.get("wait_timeout") or 120)
+                  concurrency=params.get("concurrency") or 32, wait_timeout=params.get("wait_timeout") or 120,
+                  max_prune_share=params.get("prune_max_share"))
 
 
 def run_engine(params, auth, check_mode=False, diff=False, build=None, no_log_values=None):

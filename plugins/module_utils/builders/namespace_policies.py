@@ -42,6 +42,7 @@ _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 # that gives only some settings gets these for the rest.
 DEFAULTS = {
     "namespace_policies_selector": {"app.kubernetes.io/part-of": "kubeflow-profile"},
+    "namespace_policies_prune_max_share": 0.5,
     "namespace_policies_mesh_mode": "mesh",
     "namespace_policies_mesh_name": "data-science-smcp",
     "namespace_policies_mesh_namespace": "istio-system",
@@ -90,6 +91,10 @@ class Settings(object):
     def check(self):
         """Raise DefinitionError, naming the variable, for anything that would make a bad object."""
         selector(self["namespace_policies_selector"])
+        share = self["namespace_policies_prune_max_share"]
+        require(isinstance(share, (int, float)) and not isinstance(share, bool) and 0 <= share <= 1,
+                "namespace_policies_prune_max_share", "%r is not a share from 0 to 1" % (share,),
+                "Give for example 0.5, or 1 to allow a run to remove any share of the policies")
         for key, allowed in (("namespace_policies_mesh_mode", MESH_MODES),
                              ("namespace_policies_tolerations_mode", TOLERATION_MODES)):
             require(self[key] in allowed, key, "%r is not one of %s" % (self[key], ", ".join(allowed)),
