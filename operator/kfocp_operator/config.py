@@ -49,8 +49,21 @@ def from_configmap(model, data):
     return found, sorted(ignored)
 
 
+def host_fields(model, spec):
+    """Refuse the CR fields that act on the operator's host (spec.OPERATOR_ONLY)."""
+    from kfocp_operator.paramconv import to_snake
+    from kfocp_operator.spec import OPERATOR_ONLY
+    for key in sorted(spec or {}):
+        name = model.by_camel.get(key) or to_snake(key)
+        if name in OPERATOR_ONLY:
+            raise ConfigError("spec.%s: %s on the operator's host, so only the operator's configuration may set it "
+                              "(its ConfigMap key %s, or the environment variable %s%s). Remove it from the "
+                              "Kubeflow CR" % (key, OPERATOR_ONLY[name], name, ENV_PREFIX, name.upper()))
+
+
 def merge(model, spec, configmap_data=None, environ=None):
     """The variables for a run: environment < ConfigMap < CR spec. Returns (variables, ignored keys)."""
+    host_fields(model, spec)
     variables = from_env(model, environ or {})
     from_cm, ignored = from_configmap(model, configmap_data)
     variables.update(from_cm)

@@ -22,6 +22,15 @@ OPERATOR_OPTIONS = {
                         "The annotation ansible.operator-sdk/reconcile-period takes precedence."],
     },
 }
+# Role variables that act on the operator's own host: a file written, a program run. A CR editor
+# must not choose them (they would write files and run programs as the operator), so they are not
+# in the CRD and the operator refuses them in a CR; only the operator's configuration (its
+# ConfigMap, its environment) sets them.
+OPERATOR_ONLY = {
+    "components_kubectl": "runs this program",
+    "components_render_dir": "writes files in this directory",
+    "components_mirror_file": "writes this file",
+}
 DURATION = r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$"
 DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
@@ -194,6 +203,8 @@ class SpecModel:
     def spec_schema(self):
         properties = {}
         for name, option in self.options.items():
+            if name in OPERATOR_ONLY:
+                continue
             schema = self._schema(name, option, with_default=False)
             if name in self.defaults:
                 schema["default"] = self.camel_value(option, self.defaults[name])

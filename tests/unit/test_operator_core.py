@@ -48,6 +48,19 @@ def test_unknown_configmap_keys_are_reported_not_used():
     assert variables == {"demo_count": 2} and ignored == ["nonsense"]
 
 
+@pytest.mark.parametrize("field, value", [("componentsKubectl", "/bin/sh"), ("componentsRenderDir", "/etc"),
+                                          ("componentsMirrorFile", "/root/.ssh/authorized_keys")])
+def test_a_cr_cannot_set_what_acts_on_the_operators_host(field, value):
+    model = SpecModel.from_collection(ROOT)
+    with pytest.raises(config.ConfigError, match="spec.%s: .* only the operator's configuration may set it" % field):
+        config.merge(model, {field: value}, {}, {})
+    # the operator's own configuration may
+    name = {"componentsKubectl": "components_kubectl", "componentsRenderDir": "components_render_dir",
+            "componentsMirrorFile": "components_mirror_file"}[field]
+    variables, _ignored = config.merge(model, {}, {name: value}, {})
+    assert variables[name] == value
+
+
 def test_bad_yaml_in_the_configmap_names_the_key():
     with pytest.raises(config.ConfigError, match="ConfigMap key demo_items"):
         config.merge(MODEL, {}, {"demo_items": "[unclosed"}, {})

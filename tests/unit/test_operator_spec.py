@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "operator"))
 
 from kfocp_operator import paramconv  # noqa: E402
-from kfocp_operator.spec import SpecError, SpecModel, crd, load_roles  # noqa: E402
+from kfocp_operator.spec import OPERATOR_ONLY, SpecError, SpecModel, crd, load_roles  # noqa: E402
 
 # ansible-operator-plugins internal/ansible/paramconv/paramconv_test.go, case by case.
 TO_SNAKE = [
@@ -111,7 +111,15 @@ def test_every_role_variable_is_a_spec_field():
     fields = crd(model)["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
     for data in roles.values():
         for name in data["options"]:
-            assert paramconv.to_camel(name) in fields
+            assert (paramconv.to_camel(name) in fields) != (name in OPERATOR_ONLY), name
+
+
+@pytest.mark.parametrize("name", sorted(OPERATOR_ONLY))
+def test_fields_that_act_on_the_operators_host_are_not_in_the_crd(name):
+    """A CR editor must not choose a file the operator writes or a program it runs."""
+    text = (ROOT / "operator" / "config" / "crd" / "bases" / "kfocp.io_kubeflows.yaml").read_text()
+    assert paramconv.to_camel(name) not in text
+    assert name in load_roles(ROOT / "roles")["components"]["options"]
 
 
 def test_committed_crd_is_the_generated_one():
