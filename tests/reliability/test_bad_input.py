@@ -228,7 +228,6 @@ class CRFuzz:
         self.figures["degraded"] += 1
         return "degraded"
 
-
     def status_for(self, generation, field, kind):
         """The operator posts a status for `generation` (Running, Ready or Degraded) within STATUS_WITHIN seconds."""
         def posted():
