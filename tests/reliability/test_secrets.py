@@ -175,7 +175,6 @@ def test_vvv_output_and_runner_artifacts_hold_no_secret(playbook, kube, control_
         print("-vvv runs: %d secrets looked for in %d runner files and %d lines of output; found %d"
               % (len(secrets), len(files), (first.stdout + second.stdout).count("\n"), len(found)))
         assert not found, found
-        assert "secret: '******** (changed)'" in second.stdout, "the diff does not show that the secret changed"
     finally:
         removed = playbook("uninstall", {"kfocp_instance": instance})
         assert removed.rc == 0, removed.stdout[-3000:]
