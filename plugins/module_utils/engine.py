@@ -498,6 +498,13 @@ class Engine:
         emptied = sorted(namespace for namespace, count in left.items() if count == 0)
         if len(emptied) < 2 or len(emptied) <= max_share * len(left):
             return
+        # a namespace being deleted takes its objects with it: emptying it is no one's mistake
+        living = set(meta["metadata"]["name"] for meta in self.client.list(
+            self.client.resource("v1", "Namespace"), metadata_only=True)
+            if not meta["metadata"].get("deletionTimestamp"))
+        emptied = [namespace for namespace in emptied if namespace in living]
+        if len(emptied) < 2 or len(emptied) <= max_share * len(left):
+            return
         gone = [o.describe(o.ref(live)._replace(kind=res.kind)) for res, live, _s in doomed
                 if live["metadata"].get("namespace") in emptied]
         raise ApplyError("prune refused: it would remove every object of set %s from %d of its %d namespaces (%s), "
