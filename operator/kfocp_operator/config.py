@@ -52,8 +52,51 @@ def from_configmap(model, data):
     return found, sorted(ignored)
 
 
+# The deepest nesting a CR value may have. The CRD cannot bound the depth of its free-form fields
+# (objects passed on as they are, such as gpuNfdSpec); a value nested hundreds of levels deep
+# would pass it and then break the playbook run's loading of its variables.
+MAX_DEPTH = 64
+
+
+def depth(value, limit=MAX_DEPTH + 1):
+    """How deeply `value` nests (a scalar is 0), counted up to `limit`; iterative, so that no
+    value is too deep to measure."""
+    deepest, stack = 0, [(value, 0)]
+    while stack:
+        item, level = stack.pop()
+        deepest = max(deepest, level)
+        if level >= limit:
+            return deepest
+        if isinstance(item, dict):
+            stack.extend((v, level + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, level + 1) for v in item)
+    return deepest
+
+
+def nesting(spec):
+    """Refuse a CR field nested more than MAX_DEPTH levels deep, naming it."""
+    for key in sorted(spec or {}):
+        if depth(spec[key]) > MAX_DEPTH:
+            raise ConfigError("spec.%s: nested more than %d levels deep. Give a flatter value" % (key, MAX_DEPTH))
+
+
+def host_fields(model, spec):
+    """Refuse the CR fields that act on the operator's host (spec.OPERATOR_ONLY)."""
+    from kfocp_operator.paramconv import to_snake
+    from kfocp_operator.spec import OPERATOR_ONLY
+    for key in sorted(spec or {}):
+        name = model.by_camel.get(key) or to_snake(key)
+        if name in OPERATOR_ONLY:
+            raise ConfigError("spec.%s: %s on the operator's host, so only the operator's configuration may set it "
+                              "(its ConfigMap key %s, or the environment variable %s%s). Remove it from the "
+                              "Kubeflow CR" % (key, OPERATOR_ONLY[name], name, ENV_PREFIX, name.upper()))
+
+
 def merge(model, spec, configmap_data=None, environ=None):
     """The variables for a run: environment < ConfigMap < CR spec. Returns (variables, ignored keys)."""
+    host_fields(model, spec)
+    nesting(spec)
     variables = from_env(model, environ or {})
     from_cm, ignored = from_configmap(model, configmap_data)
     variables.update(from_cm)
@@ -82,9 +125,9 @@ def reconcile_period(annotations, variables, default=DEFAULT_PERIOD):
     reconcile_period setting, then the default. 0 turns periodic resync off."""
     from kfocp_operator import RECONCILE_PERIOD_ANNOTATION
     value = (annotations or {}).get(RECONCILE_PERIOD_ANNOTATION)
-    where = "annotation %s" % RECONCILE_PERIOD_ANNOTATION
+    where = "the annotation %s" % RECONCILE_PERIOD_ANNOTATION
     if value is None:
-        value, where = variables.get("reconcile_period"), "reconcilePeriod"
+        value, where = variables.get("reconcile_period"), "spec.reconcilePeriod"
     if value is None or value == "":
         return float(default)
     try:

@@ -22,6 +22,29 @@ OPERATOR_OPTIONS = {
                         "The annotation ansible.operator-sdk/reconcile-period takes precedence."],
     },
 }
+# Role variables that act on the operator's own host: a file written, a program run. A CR editor
+# must not choose them (they would write files and run programs as the operator), so they are not
+# in the CRD and the operator refuses them in a CR; only the operator's configuration (its
+# ConfigMap, its environment) sets them.
+OPERATOR_ONLY = {
+    "components_kubectl": "runs this program",
+    "components_render_dir": "writes files in this directory",
+    "components_mirror_file": "writes this file",
+}
+# Bounds on what a CR may hold, so that a value too large or too deep is refused by the API server
+# (and, for free-form values, by the operator before a run: config.MAX_DEPTH), not by the
+# playbook run that would load it.
+MAX_STRING = 8192
+MAX_PROPERTIES = 256
+# Free-form mappings whose values are all strings (labels, selectors, image and version maps),
+# by variable or sub-option name: the schema types their values, which also bounds their depth.
+STRING_MAPS = {
+    "namespace_policies_selector": 63, "match_labels": 63, "service_mesh_member_label": 63, "member_label": 63,
+    "gateway_labels": 63, "labels": 63, "node_selector": 63, "selector": 63,
+    "components_image_prefixes": MAX_STRING, "components_image_digests": MAX_STRING,
+    "components_api_versions": MAX_STRING, "api_versions": MAX_STRING, "instance_type": MAX_STRING,
+    "gpu_instance_type_fields": MAX_STRING, "namespace_policies_data_lake_roles": MAX_STRING,
+}
 DURATION = r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$"
 DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
@@ -162,7 +185,7 @@ class SpecModel:
             schema["items"].pop("description", None)
         elif kind == "dict":
             schema["type"] = "object"
-            self._properties(schema, option.get("options"))
+            self._properties(schema, option.get("options"), name)
         elif kind in _TYPES:
             schema["type"] = _TYPES[kind]
         else:
@@ -170,7 +193,9 @@ class SpecModel:
         if kind == "raw" and option.get("options"):
             schema.pop("x-kubernetes-preserve-unknown-fields")
             schema["type"] = "object"
-            self._properties(schema, option.get("options"))
+            self._properties(schema, option.get("options"), name)
+        if kind == "str" and not option.get("choices"):
+            schema["maxLength"] = MAX_STRING
         if option.get("choices"):
             schema["enum"] = list(option["choices"])
         pattern = _pattern(name, option)
@@ -182,9 +207,13 @@ class SpecModel:
             schema["default"] = self.camel_value(option, option["default"])
         return _allow_empty(schema)
 
-    def _properties(self, schema, options):
+    def _properties(self, schema, options, name=None):
         if not options:
-            schema["x-kubernetes-preserve-unknown-fields"] = True
+            schema["maxProperties"] = MAX_PROPERTIES
+            if name in STRING_MAPS:
+                schema["additionalProperties"] = {"type": "string", "maxLength": STRING_MAPS[name]}
+            else:
+                schema["x-kubernetes-preserve-unknown-fields"] = True
             return
         schema["properties"] = dict((self.camel(sub), self._schema(sub, opt)) for sub, opt in options.items())
         required = sorted(self.camel(sub) for sub, opt in options.items() if opt.get("required"))
@@ -194,6 +223,8 @@ class SpecModel:
     def spec_schema(self):
         properties = {}
         for name, option in self.options.items():
+            if name in OPERATOR_ONLY:
+                continue
             schema = self._schema(name, option, with_default=False)
             if name in self.defaults:
                 schema["default"] = self.camel_value(option, self.defaults[name])

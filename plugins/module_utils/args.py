@@ -35,6 +35,7 @@ SET_ARGS = {
     "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
     "prune": {"type": "bool", "default": False},
     "report": {"type": "str", "choices": ["changed", "all"], "default": "changed"},
+    "prune_max_share": {"type": "float"},
 }
 
 

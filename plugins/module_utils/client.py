@@ -183,7 +183,9 @@ class Client:
         url = self.host + path
         if query:
             url += "?" + "&".join("%s=%s" % (k, _quote(v)) for k, v in query.items() if v is not None)
-        data = None if body is None else json.dumps(body, separators=(",", ":")).encode("utf-8")
+        # UTF-8 as it is, not \u escapes: the apply-patch+yaml decoder refuses the surrogate pairs
+        # that escaping gives a character outside the Basic Multilingual Plane
+        data = None if body is None else json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
         idempotent = _idempotent(method, content_type)
         retries = 0 if self.unreachable else self.retries
         attempt = 0

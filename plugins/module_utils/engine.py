@@ -116,7 +116,7 @@ class Result:
 
 class Engine:
     def __init__(self, client, instance="kfocp", set_name=None, field_manager=o.MANAGER, force=False,
-                 adopt=False, check_mode=False, diff=False, concurrency=32, wait_timeout=120):
+                 adopt=False, check_mode=False, diff=False, concurrency=32, wait_timeout=120, max_prune_share=None):
         for field, value in (("instance", instance), ("set", set_name)):
             if value is not None and (not value or len(value) > 63 or not o.LABEL_VALUE.match(value)):
                 raise o.DefinitionError("%s %r is not a valid label value (at most 63 characters: letters, "
@@ -131,6 +131,9 @@ class Engine:
         self.diff = diff
         self.concurrency = max(1, int(concurrency))
         self.wait_timeout = wait_timeout
+        # prune takes every object of the set out of at most this share of its namespaces (None:
+        # any), so that a wrong input that empties the desired state cannot empty the cluster
+        self.max_prune_share = max_prune_share
         self._lists = {}
         self._prune = False
         self._deleted = []
@@ -173,7 +176,7 @@ class Engine:
         if prune:
             if not self.set:
                 raise o.DefinitionError("prune needs a set: the objects it may delete are those of the same set")
-            self._delete_owned(wanted, result, self.set)
+            self._delete_owned(wanted, result, self.set, self.max_prune_share)
         self._finish(result, "prune failed")
         return result
 
@@ -487,12 +490,14 @@ class Engine:
             return self.client.list(res, label_selector=o.patched_selector(self.instance))
         return self.client.list(res, label_selector=o.owner_selector(self.instance, set_name), metadata_only=True)
 
-    def _delete_owned(self, wanted, result, set_name):
+    def _delete_owned(self, wanted, result, set_name, max_share=None):
         """Delete what kfocp owns in `set_name` (all sets when None) and is not `wanted`; release
-        what it patched there. Runs in reverse apply order."""
+        what it patched there. Runs in reverse apply order. With `max_share`, refuses (before
+        any deletion) to empty more than that share of the set's namespaces (_guard_prune)."""
         if result.errors:
             return
         doomed = []
+        seen = []  # the namespace of every object of the set (None: cluster-scoped)
 
         def scan(res):
             try:
@@ -509,6 +514,7 @@ class Engine:
             patched = [x for x in patched if (x["metadata"].get("namespace"), x["metadata"]["name"]) not in owned_keys
                        and not o.owned_by(x, self.instance)
                        and (set_name is None or set_name in o.patch_sets(x, self.field_manager))]
+            seen.extend(x["metadata"].get("namespace") for x in owned + patched)
             for live, shared in [(x, False) for x in owned] + [(x, True) for x in patched]:
                 live.setdefault("apiVersion", res.api_version)
                 live.setdefault("kind", res.kind)
@@ -519,6 +525,8 @@ class Engine:
 
         for found in self._pool(scan, self._scan_kinds()):
             doomed.extend(found)
+        if max_share is not None:
+            self._guard_prune(doomed, seen, set_name, max_share, result)
         for phase in sorted(set(o.phase(entry[0].kind) for entry in doomed), reverse=True):
             batch = [(res, live, shared) for res, live, shared in doomed if o.phase(res.kind) == phase]
 
@@ -531,6 +539,38 @@ class Engine:
                 result.record(ref, action, message)
                 if action == DELETED:
                     self._deleted.append((res, ref))
+
+    def _guard_prune(self, doomed, seen, set_name, max_share, result):
+        """Refuse a prune that would take every object of the set out of more than `max_share` of
+        the namespaces the set has objects in (and out of two at least): what a desired state
+        emptied by a wrong input does (a selector that selects nothing), and a change of
+        settings does not (it removes some objects of each namespace and keeps the others)."""
+        left = {}
+        for namespace in seen:
+            if namespace:
+                left[namespace] = left.get(namespace, 0) + 1
+        for _res, live, _shared in doomed:
+            namespace = live["metadata"].get("namespace")
+            if namespace:
+                left[namespace] -= 1
+        emptied = sorted(namespace for namespace, count in left.items() if count == 0)
+        if len(emptied) < 2 or len(emptied) <= max_share * len(left):
+            return
+        # a namespace being deleted takes its objects with it: emptying it is no one's mistake
+        living = set(meta["metadata"]["name"] for meta in self.client.list(
+            self.client.resource("v1", "Namespace"), metadata_only=True)
+            if not meta["metadata"].get("deletionTimestamp"))
+        emptied = [namespace for namespace in emptied if namespace in living]
+        if len(emptied) < 2 or len(emptied) <= max_share * len(left):
+            return
+        gone = [o.describe(o.ref(live)._replace(kind=res.kind)) for res, live, _s in doomed
+                if live["metadata"].get("namespace") in emptied]
+        raise ApplyError("prune refused: it would remove every object of set %s from %d of its %d namespaces (%s), "
+                         "more than prune_max_share (%s) allows; it would have removed %s%s. Check the inputs that "
+                         "select what is desired; if this is intended, run again with prune_max_share: 1 (a role's "
+                         "<role>_prune_max_share)"
+                         % (set_name, len(emptied), len(left), ", ".join(emptied[:20]), max_share, ", ".join(gone[:20]),
+                            " (and %d more)" % (len(gone) - 20) if len(gone) > 20 else ""), result)
 
     def _wait_gone(self, result):
         if self.check:

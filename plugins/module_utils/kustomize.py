@@ -81,13 +81,22 @@ def fetch_git(url, ref, dest, timeout=600):
                           "for example https://github.com/kubeflow/manifests.git")
     if not shutil.which("git"):
         raise SourceError("git is not on PATH: install git, or use components_source: dir or tarball")
+    # a value that git would read as an option (--upload-pack=<program>) or a transport that runs
+    # a program (ext::) would run it on this host
+    if url.startswith("-") or "::" in url.split("/")[0]:
+        raise SourceError("components_git_url: %r is not a repository URL. Give an https://, ssh:// or file:// URL"
+                          % (url,))
+    if (ref or "").startswith("-"):
+        raise SourceError("components_git_ref: %r is not a branch, tag or commit. Give a release tag such as v1.10.2"
+                          % (ref,))
     ref = ref or "HEAD"
     if ref != "HEAD":
-        shallow = _run(["git", "clone", "--quiet", "--depth", "1", "--branch", ref, url, dest], timeout=timeout)
+        shallow = _run(["git", "-c", "protocol.ext.allow=never", "clone", "--quiet", "--depth", "1", "--branch", ref,
+                        "--", url, dest], timeout=timeout)
         if shallow.returncode == 0:
             return _head(dest)
         shutil.rmtree(dest, ignore_errors=True)
-    full = _run(["git", "clone", "--quiet", url, dest], timeout=timeout)
+    full = _run(["git", "-c", "protocol.ext.allow=never", "clone", "--quiet", "--", url, dest], timeout=timeout)
     if full.returncode:
         raise SourceError("git clone of %s failed: %s. Check components_git_url and your access to it"
                           % (url, full.stderr.strip()[-1000:]))

@@ -14,14 +14,128 @@ from ansible_collections.kfocp.kubeflow.plugins.module_utils.engine import Apply
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.objects import DefinitionError
 
 
+MASK = "********"
+# Fields that hold secrets whatever their value, by kind: a mapping's every value, or a string.
+SECRET_FIELDS = {"Secret": (("data",), ("stringData",)), "OAuthClient": (("secret",),)}
+
+
 def redacted_forms(values):
-    """Each secret value as it may appear in a result: as it is, and base64-encoded."""
+    """Each secret value as it may appear in a result: as it is, and base64-encoded (and, for a
+    value that is base64 itself, as Secret data is, decoded)."""
     forms = set()
     for value in values or ():
-        if value:
+        if value and isinstance(value, str):
             forms.add(value)
             forms.add(base64.b64encode(value.encode("utf-8")).decode("ascii"))
+            try:
+                decoded = base64.b64decode(value, validate=True).decode("utf-8")
+            except (ValueError, UnicodeDecodeError):
+                continue
+            if len(decoded) >= 4:  # too short to be anything but noise in other text
+                forms.add(decoded)
     return forms
+
+
+def _holds(value, forms):
+    return isinstance(value, str) and any(form in value for form in forms)
+
+
+def _mask_pair(before, after, forms, found):
+    """Mask, in place, every leaf of `after` that holds a secret, and the leaf at the same place
+    in `before` (the old value of a secret field is a secret too). Returns (before, after)."""
+    if isinstance(after, dict) and isinstance(before, dict):
+        for key in after:
+            if key in before:
+                before[key], after[key] = _mask_pair(before[key], after[key], forms, found)
+            elif _holds(after[key], forms):
+                after[key] = MASK
+        return before, after
+    if isinstance(after, list) and isinstance(before, list):
+        for index in range(min(len(before), len(after))):
+            before[index], after[index] = _mask_pair(before[index], after[index], forms, found)
+        return before, after
+    if _holds(after, forms) or _holds(before, forms):
+        for value in (before, after):
+            if isinstance(value, str):
+                found.add(value)
+        return MASK, _masked(before, after)
+    return before, after
+
+
+def _masked(before, after):
+    return MASK if before == after else MASK + " (changed)"
+
+
+def _mask_fields(obj, paths, found):
+    """Replace the values at `paths` of `obj` (in place) and collect them in `found`."""
+    for path in paths:
+        parent = obj
+        for key in path[:-1]:
+            parent = parent.get(key) if isinstance(parent, dict) else None
+        if not isinstance(parent, dict) or path[-1] not in parent:
+            continue
+        value = parent[path[-1]]
+        if isinstance(value, dict):
+            for key, item in value.items():
+                found.add(str(item))
+            parent[path[-1]] = dict((key, MASK) for key in value)
+        elif value is not None:
+            found.add(str(value))
+            parent[path[-1]] = MASK
+
+
+def mask_diff(entry, forms):
+    """Mask the secrets of one diff entry ({before, after, ...}) in place, by field and by value:
+    a Secret's data and stringData, an OAuthClient's secret, and every field whose new or old
+    value holds one of `forms` (the values of the no_log options) - its old value as well as the
+    new. Returns the secret values it saw."""
+    found = set()
+    before, after = entry.get("before") or {}, entry.get("after") or {}
+    kind = after.get("kind") or before.get("kind")
+    paths = SECRET_FIELDS.get(kind, ())
+    for path in paths:
+        old, new = _at(before, path), _at(after, path)
+        if isinstance(new, dict) and isinstance(old, dict):
+            changed = [key for key in new if new.get(key) != old.get(key)]
+        else:
+            changed = [] if old == new else [None]
+        _mask_fields(before, [path], found)
+        _mask_fields(after, [path], found)
+        value = _at(after, path)
+        if isinstance(value, dict):
+            for key in changed:
+                if key in value:
+                    value[key] = MASK + " (changed)"
+        elif changed and value is not None:
+            _set(after, path, MASK + " (changed)")
+    _mask_pair(before, after, forms, found)
+    found.discard(MASK)
+    return found
+
+
+def _at(obj, path):
+    for key in path:
+        obj = obj.get(key) if isinstance(obj, dict) else None
+    return obj
+
+
+def _set(obj, path, value):
+    for key in path[:-1]:
+        obj = obj[key]
+    obj[path[-1]] = value
+
+
+def scrub(value, forms):
+    """`value` with every occurrence of the secret `forms` in its strings replaced by the mask."""
+    if isinstance(value, dict):
+        return dict((key, scrub(item, forms)) for key, item in value.items())
+    if isinstance(value, list):
+        return [scrub(item, forms) for item in value]
+    if isinstance(value, str):
+        for form in sorted(forms, key=len, reverse=True):
+            if form and form in value:
+                value = value.replace(form, MASK)
+    return value
 
 
 def engine_from(params, auth, check_mode=False, diff=False):
@@ -29,15 +143,27 @@ def engine_from(params, auth, check_mode=False, diff=False):
     return Engine(client, instance=params.get("instance") or "kfocp", set_name=params.get("set"),
                   field_manager=params.get("field_manager") or "kfocp", force=params.get("force", False),
                   adopt=params.get("adopt", False), check_mode=check_mode, diff=diff,
-                  concurrency=params.get("concurrency") or 32, wait_timeout=params.get("wait_timeout") or 120)
+                  concurrency=params.get("concurrency") or 32, wait_timeout=params.get("wait_timeout") or 120,
+                  max_prune_share=params.get("prune_max_share"))
 
 
-def run_engine(params, auth, check_mode=False, diff=False, build=None):
-    """Return (module result, error message or None).
+def run_engine(params, auth, check_mode=False, diff=False, build=None, no_log_values=None):
+    """Return (module result, error message or None), with every secret masked (mask_diff);
+    `no_log_values`, the module's set, gets the secret values seen, so that Ansible masks them
+    wherever else they would appear.
 
     build(client, **params), when given, returns the definitions and extra results of a run
     with state present (module_utils/tenancy.py); otherwise the definitions are params'."""
     out, error = _run(params, auth, check_mode, diff, build)
+    forms = redacted_forms(list(params.get("redact") or []) + [params.get("api_key")])
+    seen = set()
+    for entry in out.get("diff") or []:
+        seen |= mask_diff(entry, forms)
+    # (a value too short to be a credential would mask unrelated words in messages)
+    forms |= set(form for form in redacted_forms(seen) if len(form) >= 6)
+    out, error = scrub(out, forms), (scrub(error, forms) if error else error)
+    if no_log_values is not None:
+        no_log_values.update(forms)
     # The result echoes the options, as every module's does, but not the definitions: thousands of
     # objects sent back to the controller and kept in registered variables, for nothing.
     echoed = dict((key, value) for key, value in params.items() if key != "redact")

@@ -53,6 +53,14 @@ options:
     description: Delete objects of this O(instance) and O(set) that are no longer in O(definitions).
     type: bool
     default: false
+  prune_max_share:
+    description:
+      - With O(prune), the largest share (0 to 1) of the namespaces this O(set) has objects in
+        that one run may take every one of its objects out of (two namespaces are always allowed
+        less than that). A run that would empty more fails before removing anything and names
+        what it would have removed, so that a wrong input that empties the desired state (a
+        selector that selects nothing) cannot empty the cluster. Unset, or C(1), allows any share.
+    type: float
   wait:
     description: With O(state=absent), wait until the deleted objects are gone.
     type: bool
@@ -68,6 +76,9 @@ options:
         their base64 forms as a Secret's C(data) holds them, are replaced by C(********) in
         everything the module returns - messages, RV(objects), diffs - so that the task needs no
         C(no_log) and a failure still says what failed.
+      - Whatever this option holds, diffs never show a Secret's C(data) or C(stringData), nor an
+        OAuthClient's C(secret), in the old state or the new; a field whose new value holds one of
+        these values has its old value masked too. A changed secret shows as C(******** (changed)).
     type: list
     elements: str
     default: []
@@ -153,7 +164,8 @@ def main():
     module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
     # the values are masked as no_log options are; a Secret's data holds them base64-encoded
     module.no_log_values.update(redacted_forms(module.params["redact"]))
-    result, error = run_engine(module.params, auth_params(module.params), module.check_mode, module._diff)
+    result, error = run_engine(module.params, auth_params(module.params), module.check_mode, module._diff,
+                               no_log_values=module.no_log_values)
     if error:
         module.fail_json(msg=error, **result)
     module.exit_json(**result)

@@ -47,6 +47,14 @@ options:
     description: Delete objects of this O(instance) and O(set) that are no longer desired.
     type: bool
     default: false
+  prune_max_share:
+    description:
+      - With O(prune), the largest share (0 to 1) of the namespaces this O(set) has objects in
+        that one run may take every one of its objects out of (two namespaces are always allowed
+        less than that). A run that would empty more fails before removing anything and names
+        what it would have removed, so that a wrong input that empties the desired state (a
+        selector that selects nothing) cannot empty the cluster. Unset, or C(1), allows any share.
+    type: float
   wait:
     description:
       - With O(build=profiles_access), seconds to wait for the profile controller to create the
@@ -116,7 +124,7 @@ def main():
     })
     module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
     result, error = run_engine(module.params, auth_params(module.params), module.check_mode, module._diff,
-                               build=BUILDS[module.params["build"]])
+                               build=BUILDS[module.params["build"]], no_log_values=module.no_log_values)
     if error:
         module.fail_json(msg=error, **result)
     module.exit_json(**result)

@@ -356,3 +356,52 @@ def test_prune_reads_the_applied_kinds_once(kube, instance, control_plane):
     assert len(owned) == 1, owned
     assert get(kube, "v1", "ConfigMap", "a", instance) is not None
     assert get(kube, "v1", "ConfigMap", "b", instance) is None
+
+
+def test_prune_refuses_to_empty_most_namespaces_and_names_what_it_would_remove(kube, instance):
+    """A desired state emptied by a wrong input (a selector that selects nothing) must not empty
+    the set's namespaces: prune stops before deleting anything, and names the objects. A change
+    that removes some objects of each namespace goes ahead."""
+    spaces = ["%s-%d" % (instance, i) for i in range(3)]
+    objs = [ns(name) for name in spaces] + [cm(c, name, x="1") for name in spaces for c in ("a", "b")]
+    engine(kube, instance).apply(objs, prune=True)
+    fewer = [obj for obj in objs if obj["kind"] == "Namespace" or obj["metadata"]["name"] == "a"]
+    result = engine(kube, instance, max_prune_share=0.5).apply(fewer, prune=True)  # b from every namespace
+    assert result.counts()["deleted"] == 3
+    with pytest.raises(ApplyError) as err:
+        engine(kube, instance, max_prune_share=0.5).apply(fewer[:4], prune=True)  # only the first keeps a
+    message = str(err.value)
+    assert "prune refused: it would remove every object of set test from 2 of its 3 namespaces" in message, message
+    assert all("ConfigMap %s/a" % name in message for name in spaces[1:]), message
+    assert all(get(kube, "v1", "ConfigMap", "a", name) for name in spaces), "prune deleted something"
+    # one namespace emptied is allowed, and 1 allows any share
+    engine(kube, instance, max_prune_share=0.5).apply(fewer[:5], prune=True)
+    assert get(kube, "v1", "ConfigMap", "a", spaces[2]) is None
+    result = engine(kube, instance, max_prune_share=1).apply(fewer[:3], prune=True)
+    assert result.counts()["deleted"] == 2
+
+
+def test_text_outside_the_basic_multilingual_plane_round_trips(kube, instance):
+    """Apply bodies go as YAML (apply-patch+yaml): every Unicode character, astral-plane ones
+    included, must reach the API server as itself and come back the same."""
+    text = "ålice😀 𝔘𝔫𝔦𝔠𝔬𝔡𝔢 \u00e9\u4e2d\U0001F680"
+    obj = cm("unicode", instance, note=text)
+    obj["metadata"]["annotations"] = {"owner": text}
+    obj["metadata"]["labels"] = {"plain": "ascii"}
+    created = engine(kube, instance).apply([ns(instance), obj])
+    assert created.counts()["created"] == 2, created.as_dict()
+    live = get(kube, "v1", "ConfigMap", "unicode", instance)
+    assert live["data"]["note"] == text and live["metadata"]["annotations"]["owner"] == text
+    again = engine(kube, instance).apply([ns(instance), obj])
+    assert not again.changed, again.as_dict()
+    # a user's name, as a profile owner's RoleBinding subject holds it
+    binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+               "metadata": {"name": "owner", "namespace": instance},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
+               "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "ålice😀"}]}
+    engine(kube, instance).apply([ns(instance), obj, binding])
+    assert get(kube, "rbac.authorization.k8s.io/v1", "RoleBinding", "owner", instance)["subjects"][0]["name"] == "ålice😀"
+    obj["data"]["note"] = text + "🎉"
+    changed = engine(kube, instance).apply([ns(instance), obj, binding])
+    assert changed.counts()["updated"] == 1
+    assert get(kube, "v1", "ConfigMap", "unicode", instance)["data"]["note"] == text + "🎉"

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from helpers import isolated_policies, play_profile_controller, wait_for
+from helpers import ROOT, isolated_policies, play_profile_controller, wait_for
 from test_profiles import apply_objects, named
 
 GPU_TOLERATION = {"key": "workload", "operator": "Equal", "value": "ai-ml", "effect": "NoSchedule"}
@@ -141,3 +141,40 @@ def test_memberroll_adds_members_and_keeps_the_mesh_owners(playbook, kube, contr
     roll = named(kube, "maistra.io/v1", "ServiceMeshMemberRoll", mesh_ns)["default"]
     assert roll["spec"]["members"] == ["kubeflow", profile]
     assert "default" not in named(kube, "maistra.io/v1", "ServiceMeshMember", profile)
+
+
+BAD_SELECTORS = [{"a": "b c"}, {"": ""}, {"a": "b,c=d"}, {"a": {"b": "c"}}]
+
+
+def test_a_wrong_selector_removes_no_policies(playbook, kube, control_plane, instance):
+    """A selector the API server cannot parse is refused before anything is read; one that is
+    valid but selects no profile namespace is stopped by the prune guard, which names what it
+    would have removed; with namespace_policies_prune_max_share: 1 the removal goes ahead."""
+    profiles = ["%s-p%d" % (instance, i) for i in range(2)]
+    for name in profiles:
+        apply_objects(control_plane, {"apiVersion": "v1", "kind": "Namespace", "metadata": {
+            "name": name, "labels": {"app.kubernetes.io/part-of": "kubeflow-profile", "kfocp-test": instance}}})
+    extra = dict(isolated_policies(instance), kfocp_instance=instance, namespace_policies_mesh_mode="none",
+                 kfocp_roles=["kfocp.kubeflow.namespace_policies"])
+    roles = str(ROOT / "tests" / "fixtures" / "playbooks" / "roles.yml")
+    first = playbook(roles, extra)
+    assert first.rc == 0, first.stdout[-3000:]
+    limits = kube.resource("v1", "LimitRange")
+    assert all(kube.get(limits, "kfocp-limits", name) for name in profiles)
+
+    for bad in BAD_SELECTORS:
+        run = playbook(roles, dict(extra, namespace_policies_selector=bad))
+        assert run.rc != 0 and "namespace_policies_selector" in run.stdout, (bad, run.stdout[-3000:])
+        assert all(kube.get(limits, "kfocp-limits", name) for name in profiles), "removed after %r" % (bad,)
+
+    nothing = dict(extra, namespace_policies_selector={"kfocp-test": instance + "-nobody"})
+    guarded = playbook(roles, nothing)
+    assert guarded.rc != 0 and "prune refused" in guarded.stdout, guarded.stdout[-3000:]
+    assert "LimitRange %s/kfocp-limits" % profiles[0] in guarded.stdout, guarded.stdout[-3000:]
+    assert all(kube.get(limits, "kfocp-limits", name) for name in profiles), "the guard let prune delete"
+
+    allowed = playbook(roles, dict(nothing, namespace_policies_prune_max_share=1))
+    assert allowed.rc == 0, allowed.stdout[-3000:]
+    assert not any(kube.get(limits, "kfocp-limits", name) for name in profiles)
+    done = playbook("uninstall", {"kfocp_instance": instance})
+    assert done.rc == 0, done.stdout[-3000:]

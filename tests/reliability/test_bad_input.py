@@ -26,13 +26,15 @@ import yaml
 from hypothesis import HealthCheck, Phase, given, settings, strategies as st
 
 from faultproxy import FaultProxy
-from helpers import ROOT, labelled_objects, only_roles, roles_off_except
+from helpers import ROOT, labelled_objects, only_roles, roles_off_except, wait_for
 
 sys.path[:0] = [str(ROOT / "operator")]
 
 from kfocp_operator.paramconv import to_snake  # noqa: E402
 
 CR_EXAMPLES = int(os.environ.get("KFOCP_FUZZ_EXAMPLES", "6"))
+# An accepted spec must have a status for its generation within this many seconds.
+STATUS_WITHIN = 60
 ROLE_CASES = int(os.environ.get("KFOCP_FUZZ_ROLE_CASES", "6"))
 CRD = ROOT / "operator" / "config" / "crd" / "bases" / "kfocp.io_kubeflows.yaml"
 SPEC_SCHEMA = yaml.safe_load(CRD.read_text())["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
@@ -68,6 +70,8 @@ def from_schema(schema):
         return st.booleans()
     if kind == "array":
         return st.lists(from_schema(schema.get("items") or {}), max_size=3)
+    if isinstance(schema.get("additionalProperties"), dict):
+        return st.dictionaries(NAME, from_schema(schema["additionalProperties"]), max_size=3)
     props = schema.get("properties")
     if props:
         required = set(schema.get("required") or [])
@@ -159,6 +163,7 @@ class CRFuzz:
         self.op, self.kube, self.name = operator, kube, name
         self.res = kube.resource("kfocp.io/v1alpha1", "Kubeflow")
         self.figures = dict.fromkeys(("tried", "rejected", "accepted", "unchanged", "ready", "degraded"), 0)
+        self.outcomes = {}
         self.seconds = dict.fromkeys(("rejected", "unchanged", "ready", "degraded"), 0.0)
 
     def send(self, spec):
@@ -173,11 +178,15 @@ class CRFuzz:
         return None
 
     def case(self, field, kind, value, spec=None):
-        """One case; returns what happened: rejected, unchanged, ready or degraded."""
+        """One case; returns what happened, exactly one of: rejected (by the CRD's schema),
+        degraded (naming the field, nothing written) or ready. Anything else fails the test: an
+        accepted spec without a status for its generation within STATUS_WITHIN seconds, a Degraded
+        that does not name the field or that wrote something, an operator that died."""
         started = time.monotonic()
         outcome = self._case(field, kind, value, spec)
         self.seconds[outcome] += time.monotonic() - started
-        return outcome
+        self.outcomes[outcome] = self.outcomes.get(outcome, 0) + 1
+        return "ready" if outcome == "unchanged" else outcome
 
     def _case(self, field, kind, value, spec):
         self.figures["tried"] += 1
@@ -194,9 +203,13 @@ class CRFuzz:
             return "rejected"
         self.figures["accepted"] += 1
         new = self.op.get(self.name)["metadata"]["generation"]
-        if new == generation:  # pruned or defaulted back to the same spec: nothing to reconcile
+        if new == generation:  # pruned or defaulted back to the same spec: nothing to reconcile, still Ready
             self.figures["unchanged"] += 1
+            cr = self.op.get(self.name)
+            assert condition(cr, "Ready").get("status") == "True", "%s %s: spec unchanged but not Ready: %s" % (
+                field, kind, cr.get("status"))
             return "unchanged"
+        self.status_for(new, field, kind)
         cr = self.op.settled(self.name, new)
         assert self.op.proc.alive(), "the operator died:\n" + self.op.proc.log_tail()
         if condition(cr, "Ready").get("status") == "True":
@@ -207,12 +220,22 @@ class CRFuzz:
         role = role_of(field)
         assert any(n in message for n in named) or (role and re.search(r"\b%s_[a-z_]+" % role, message)), \
             "Degraded for %s (%s) without naming it: %s" % (field, kind, message)
-        assert cr["status"]["lastRun"]["changed"] == 0, cr["status"]["lastRun"]
+        if condition(cr, "Degraded").get("reason") != "InvalidSpec":  # (refused before any run)
+            assert cr["status"]["lastRun"]["changed"] == 0, cr["status"]["lastRun"]
         after = versions(self.kube, self.name)
         assert after == before, "a rejected generation changed objects: %s" % sorted(
             set(after.items()) ^ set(before.items()))[:5]
         self.figures["degraded"] += 1
         return "degraded"
+
+    def status_for(self, generation, field, kind):
+        """The operator posts a status for `generation` (Running, Ready or Degraded) within STATUS_WITHIN seconds."""
+        def posted():
+            cr = self.op.get(self.name)
+            return any(c.get("observedGeneration") == generation
+                       for c in ((cr or {}).get("status") or {}).get("conditions") or [])
+        wait_for(posted, STATUS_WITHIN, interval=0.2,
+                 what="a status for generation %s (%s %s)\n%s" % (generation, field, kind, self.op.proc.log_tail(2000)))
 
 
 ROLES = sorted(p.parent.parent.name for p in (ROOT / "roles").glob("*/meta/argument_specs.yml"))
@@ -228,9 +251,13 @@ def cr_fuzz(kfocp_operator, kube):
     fuzz = CRFuzz(kfocp_operator, kube, name)
     yield fuzz
     log = kfocp_operator.proc.log_path.read_text(errors="replace")
-    print("CR fuzz: %s; seconds %s; operator alive %s, tracebacks in its log %d"
-          % (fuzz.figures, dict((k, round(v)) for k, v in fuzz.seconds.items()), kfocp_operator.proc.alive(),
-             log.count("Traceback")))
+    counts = dict(fuzz.outcomes)
+    print("CR fuzz: %d specs: rejected by the schema %d, Degraded naming the field before any write %d, Ready %d "
+          "(of which spec unchanged %d), any other outcome 0 (it fails the test); figures %s; seconds %s; "
+          "operator alive %s, tracebacks in its log %d"
+          % (sum(counts.values()), counts.get("rejected", 0), counts.get("degraded", 0),
+             counts.get("ready", 0) + counts.get("unchanged", 0), counts.get("unchanged", 0), fuzz.figures,
+             dict((k, round(v)) for k, v in fuzz.seconds.items()), kfocp_operator.proc.alive(), log.count("Traceback")))
     kfocp_operator.delete(name)
     assert "Traceback" not in log, log[log.index("Traceback") - 2000:][:6000]
 
@@ -239,7 +266,24 @@ def cr_fuzz(kfocp_operator, kube):
 CR_REGRESSIONS = [
     ("sccGrantsExtra", "valid", [{"namespace": "fuzz-grant", "serviceaccount": "trainer", "scc": "nonroot-v2",
                                   "reason": "fixed UID"}], "ready"),
-    ("authImage", "huge string", "x" * 50000, "ready"),
+    ("authImage", "huge string", "x" * 50000, "rejected"),
+    # a selector the API server would not parse selected nothing, and every profile's policies went
+    ("namespacePoliciesSelector", "bad label value", {"a": "b c"}, "degraded"),
+    ("namespacePoliciesSelector", "empty key", {"": ""}, "degraded"),
+    ("namespacePoliciesSelector", "selector syntax in a value", {"a": "b,c=d"}, "degraded"),
+    ("namespacePoliciesSelector", "nested", {"a": {"b": "c"}}, "rejected"),
+    ("namespacePoliciesSelector", "deep nesting", deep(200), "rejected"),
+    # passed the checks and failed at apply, after other objects were written
+    ("profilesQuotaDefault", "space in a quantity", {"cpu": " 1"}, "degraded"),
+    ("profilesQuotaDefault", "space in a quantity", {"cpu": "1 "}, "degraded"),
+    ("namespacePoliciesLimitrange", "min above max", {"min": {"cpu": "2"}, "max": {"cpu": "1"}}, "degraded"),
+    ("namespacePoliciesLimitrange", "default above max", {"default": {"memory": "4Gi"}, "max": {"memory": "1Gi"}},
+     "degraded"),
+    # 200 levels passed the schema and broke the run's loading of its variables
+    ("gpuNfdSpec", "deep nesting", deep(200), "degraded"),
+    # a file written or a program run on the operator's host
+    ("componentsKubectl", "host program", "/bin/sh", "rejected"),
+    ("componentsMirrorFile", "host file", "/tmp/kfocp-mirror", "rejected"),
     ("authReplicas", "wrong type", "many", "rejected"),
     ("notAField", "unknown field", 1, "rejected"),
     ("namespacePoliciesMeshMode", "outside the enum", "sideways", "rejected"),

@@ -178,3 +178,42 @@ def test_vvv_output_and_runner_artifacts_hold_no_secret(playbook, kube, control_
     finally:
         removed = playbook("uninstall", {"kfocp_instance": instance})
         assert removed.rc == 0, removed.stdout[-3000:]
+
+
+def test_a_changed_secret_shows_neither_its_old_nor_its_new_value_in_a_vvv_diff(playbook, kube, instance, tmp_path):
+    """The OAuth client secret is changed in its Secret (a rotation by an administrator): the next
+    run carries it to the OAuthClient, and its -vvv --diff output and runner artifacts show that
+    the field changed, but neither the old value nor the new, in clear or base64."""
+    mesh = instance + "-mesh"
+    mesh_namespace(kube, mesh)
+    extra = {"kfocp_instance": instance, "kfocp_roles": ["kfocp.kubeflow.service_mesh", "kfocp.kubeflow.auth"],
+             "service_mesh_flavour": "external",
+             "service_mesh_external": {"namespace": mesh, "gateway": "istio-ingressgateway", "api": "ossm2"},
+             "auth_host": "kubeflow.apps.rotate.example.com", "auth_client_id": instance}
+    roles = str(ROOT / "tests" / "fixtures" / "playbooks" / "roles.yml")
+    try:
+        first = playbook(roles, extra)
+        assert first.rc == 0, first.stdout[-3000:]
+        old = oauth_secrets(kube, mesh)["OAuth client_secret"]
+        new = "rotated" + uuid.uuid4().hex
+        kube.apply(kube.resource("v1", "Secret"), {
+            "apiVersion": "v1", "kind": "Secret", "metadata": {"name": "kubeflow-oauth", "namespace": mesh},
+            "stringData": {"client_secret": new}}, "rotation-admin", force=True)
+        start = len(list(Path(tmp_path).rglob("*")))
+        second = playbook(roles, extra, verbosity=3, diff=True)
+        assert second.rc == 0, second.stdout[-3000:]
+        client = kube.get(kube.resource("oauth.openshift.io/v1", "OAuthClient"), instance)
+        assert client["secret"] == new, "the rotated secret did not reach the OAuthClient"
+        files = [path for path in Path(tmp_path).rglob("*") if path.is_file()]
+        places = [(str(path.relative_to(tmp_path)), path.read_text(errors="replace")) for path in files]
+        places += [("-vvv --diff output", second.stdout)]
+        secrets = {"old client secret": old, "old client secret (base64)": base64.b64encode(old.encode()).decode(),
+                   "new client secret": new, "new client secret (base64)": base64.b64encode(new.encode()).decode()}
+        found = leaks(secrets, places)
+        print("rotation: %d secret forms looked for in %d files (%d before the run) and %d lines of -vvv --diff "
+              "output; found %d" % (len(secrets), len(files), start, second.stdout.count("\n"), len(found)))
+        assert not found, found
+        assert "secret: '******** (changed)'" in second.stdout, "the diff does not show that the secret changed"
+    finally:
+        removed = playbook("uninstall", {"kfocp_instance": instance})
+        assert removed.rc == 0, removed.stdout[-3000:]

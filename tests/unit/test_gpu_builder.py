@@ -93,6 +93,9 @@ def test_autoscaled_machineset_keeps_the_count_the_autoscaler_chose():
     ([dict(ENTRY, name="GPU")], [worker()], None, r"gpu_machinesets\[0\].name: 'GPU' is not a DNS label"),
     ([ENTRY, ENTRY], [worker()], None, r"gpu_machinesets\[1\].name: 'gpu-a10g' is listed twice"),
     ([dict(ENTRY, replicas=-1)], [worker()], None, r"gpu_machinesets\[0\].replicas: must be a whole number"),
+    ([dict(ENTRY, accelerator="nvidia a10g")], [worker()], None, r"gpu_machinesets\[0\].accelerator: 'nvidia a10g' is not"),
+    ([dict(ENTRY, labels={"zone": "a b"})], [worker()], None, r"gpu_machinesets\[0\].labels.zone: 'a b' is not"),
+    ([dict(ENTRY, labels={"-bad-": "x"})], [worker()], None, r"gpu_machinesets\[0\].labels key '-bad-'"),
     ([ENTRY], [worker(cloud_kind="VSphereMachineProviderSpec", field="template")], None,
      r"gpu_cloud: cannot tell the cloud of MachineSet ci-x1-worker-a"),
 ])

@@ -643,3 +643,15 @@ def test_kustomize_names_the_malformed_file(tmp_path):
     assert text.startswith("component katib: kustomize build of applications/katib")
     assert "MalformedYAMLError" in text
     assert "malformed YAML in applications/katib/upstream/installs/katib-with-kubeflow/katib-config.yaml" in text
+
+
+@pytest.mark.parametrize("url, ref, field", [
+    ("--upload-pack=touch /tmp/kfocp-pwned", "v1", "components_git_url"),
+    ("ext::sh -c touch% /tmp/kfocp-pwned", "v1", "components_git_url"),
+    ("https://example.com/repo.git", "--upload-pack=touch /tmp/kfocp-pwned", "components_git_ref"),
+])
+def test_a_git_source_cannot_run_a_program(tmp_path, url, ref, field):
+    from ansible_collections.kfocp.kubeflow.plugins.module_utils.kustomize import SourceError, fetch_git
+    with pytest.raises(SourceError, match=field):
+        fetch_git(url, ref, str(tmp_path / "tree"), timeout=10)
+    assert not Path("/tmp/kfocp-pwned").exists()

@@ -133,7 +133,7 @@ def test_ossm2_api_versions_are_served_by_the_ossm2_crds():
     ({"ossm2": {"nmae": "x"}}, r"service_mesh_ossm2.nmae: is not a known setting"),
     ({"flavour": "external"}, r"service_mesh_external.namespace: is required with the external flavour"),
     ({"member_label": {"a": "1", "b": "2"}}, r"service_mesh_member_label: must hold exactly one label"),
-    ({"member_label": {"a": True}}, r"service_mesh_member_label.a: True is not a label value"),
+    ({"member_label": {"a": True}}, r"service_mesh_member_label.a: True is not a valid label value"),
     ({"keep_ossm2": True}, r"service_mesh_keep_ossm2: only applies to the ossm3 flavour"),
     ({"flavour": "ossm3", "keep_ossm2": True}, r"service_mesh_namespace: is kubeflow-mesh, the namespace of the Service"),
     ({"gateway": {"http_port": 0}}, r"service_mesh_gateway.http_port: 0 is not a port"),

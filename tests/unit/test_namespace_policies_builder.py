@@ -136,6 +136,33 @@ def test_memberroll_keeps_the_owners_members_and_drops_only_its_own():
     ({"namespace_policies_data_lake": True}, r"namespace_policies_data_lake_role_template: is empty"),
     ({"namespace_policies_data_lake": True, "namespace_policies_data_lake_role_template": "arn:{profile}"}, r"unknown placeholder \{profile\}"),
     ({"namespace_policies_selector": "part-of"}, r"namespace_policies_selector: 'part-of' is not key=value"),
+    # selectors the API server would not parse, or that would select nothing (issue: every profile's
+    # policies were pruned): refused before anything is read
+    ({"namespace_policies_selector": {"a": "b c"}}, r"namespace_policies_selector\.a: 'b c' is not a valid label value"),
+    ({"namespace_policies_selector": {"": ""}}, r"namespace_policies_selector key '': '' is not a valid label or"),
+    ({"namespace_policies_selector": {"a": "b,c=d"}}, r"namespace_policies_selector\.a: 'b,c=d' is not a valid label"),
+    ({"namespace_policies_selector": {"a": {"b": "c"}}}, r"namespace_policies_selector\.a: \{'b': 'c'\} is not a valid"),
+    ({"namespace_policies_selector": {"a": ["b"]}}, r"namespace_policies_selector\.a: \['b'\] is not a valid"),
+    ({"namespace_policies_selector": {"a" * 64: "b"}}, r"namespace_policies_selector key 'a{64}'"),
+    ({"namespace_policies_selector": {"Bad_Prefix/a": "b"}}, r"namespace_policies_selector key 'Bad_Prefix/a'"),
+    ({"namespace_policies_selector": {"a": "x" * 64}}, r"namespace_policies_selector\.a: 'x{64}' is not a valid"),
+    ({"namespace_policies_selector": "a=b,a=c"}, r"namespace_policies_selector: 'a' is given twice"),
+    ({"namespace_policies_selector": "a!=b"}, r"namespace_policies_selector: 'a!=b' is not key=value"),
+    ({"namespace_policies_selector": {}}, r"namespace_policies_selector: must be a non-empty mapping"),
+    # quantities and LimitRange order, as the API server checks them
+    ({"namespace_policies_limitrange": {"default": {"cpu": " 1"}}}, r"namespace_policies_limitrange\.default\.cpu: ' 1'"),
+    ({"namespace_policies_limitrange": {"default": {"cpu": "1 "}}}, r"namespace_policies_limitrange\.default\.cpu: '1 '"),
+    ({"namespace_policies_limitrange": {"min": {"cpu": "2"}, "max": {"cpu": "1"}}},
+     r"namespace_policies_limitrange\.min\.cpu: 2 is larger than max\.cpu \(1\)"),
+    ({"namespace_policies_limitrange": {"default": {"memory": "4Gi"}, "max": {"memory": "2Gi"}}},
+     r"namespace_policies_limitrange\.default\.memory: 4Gi is larger than max\.memory"),
+    ({"namespace_policies_limitrange": {"default": {"cpu": "100m"}, "defaultRequest": {"cpu": "1"}}},
+     r"namespace_policies_limitrange\.defaultRequest\.cpu: 1 is larger than default\.cpu"),
+    ({"namespace_policies_data_lake": True, "namespace_policies_data_lake_role_template": "arn:{namespace}",
+      "namespace_policies_data_lake_annotation": "not a key!"}, r"namespace_policies_data_lake_annotation: 'not a key!'"),
+    ({"namespace_policies_serverless": True, "namespace_policies_serverless_workloads": [
+        {"name": "p", "match_labels": {"component": "a b"}}]},
+     r"namespace_policies_serverless_workloads\[0\]\.match_labels\.component: 'a b'"),
     ({"namespace_policies_mesh_mode": "memberroll"}, r"no ServiceMeshMemberRoll default in istio-system"),
     ({"namespace_policies_gpu_operator_namespace": "GPU_Ops"}, r"namespace_policies_gpu_operator_namespace: 'GPU_Ops'"),
     ({"namespace_policies_mesh_mode": "none", "namespace_policies_mesh_namespace": "Mesh_NS"},
@@ -181,3 +208,12 @@ def test_the_role_passes_exactly_the_membership_settings():
     passed = role_vars["__namespace_policies_settings"]["namespace_policies_service_mesh"]
     assert tuple(passed) == mesh.MEMBERSHIP_KEYS
     assert all(value == "{{ service_mesh_%s | default(none) }}" % key for key, value in passed.items())
+
+
+@pytest.mark.parametrize("text, parsed", [
+    ("app.kubernetes.io/part-of=kubeflow-profile", {"app.kubernetes.io/part-of": "kubeflow-profile"}),
+    ("a==b, c=d", {"a": "b", "c": "d"}),
+    ({"a": ""}, {"a": ""}),
+])
+def test_good_selectors_are_kept(text, parsed):
+    assert np.selector(text) == parsed

@@ -48,6 +48,42 @@ def test_unknown_configmap_keys_are_reported_not_used():
     assert variables == {"demo_count": 2} and ignored == ["nonsense"]
 
 
+@pytest.mark.parametrize("field, value", [("componentsKubectl", "/bin/sh"), ("componentsRenderDir", "/etc"),
+                                          ("componentsMirrorFile", "/root/.ssh/authorized_keys")])
+def test_a_cr_cannot_set_what_acts_on_the_operators_host(field, value):
+    model = SpecModel.from_collection(ROOT)
+    with pytest.raises(config.ConfigError, match="spec.%s: .* only the operator's configuration may set it" % field):
+        config.merge(model, {field: value}, {}, {})
+    # the operator's own configuration may
+    name = {"componentsKubectl": "components_kubectl", "componentsRenderDir": "components_render_dir",
+            "componentsMirrorFile": "components_mirror_file"}[field]
+    variables, _ignored = config.merge(model, {}, {name: value}, {})
+    assert variables[name] == value
+
+
+@pytest.mark.parametrize("annotations, variables, named", [
+    ({"ansible.operator-sdk/reconcile-period": "soon"}, {}, "the annotation ansible.operator-sdk/reconcile-period"),
+    ({"ansible.operator-sdk/reconcile-period": "5 m"}, {"reconcile_period": "5m"},
+     "the annotation ansible.operator-sdk/reconcile-period"),
+    ({}, {"reconcile_period": "1x"}, "spec.reconcilePeriod"),
+])
+def test_a_bad_reconcile_period_names_where_it_was_set(annotations, variables, named):
+    with pytest.raises(config.ConfigError) as err:
+        config.reconcile_period(annotations, variables)
+    assert str(err.value).startswith(named + ": "), err.value
+
+
+def test_a_value_nested_too_deep_is_refused_naming_the_field():
+    deep = "bottom"
+    for level in range(200):
+        deep = {"l%d" % level: deep} if level % 2 else [deep]
+    with pytest.raises(config.ConfigError, match=r"spec.demoItems: nested more than 64 levels deep"):
+        config.merge(MODEL, {"demoCount": 1, "demoItems": deep}, {}, {})
+    assert config.depth(deep) == 65  # counted no further than needed
+    shallow = {"a": [{"b": 1}]}
+    assert config.depth(shallow) == 3 and config.merge(MODEL, {"demoState": shallow}, {}, {})[0]
+
+
 def test_bad_yaml_in_the_configmap_names_the_key():
     with pytest.raises(config.ConfigError, match="ConfigMap key demo_items"):
         config.merge(MODEL, {}, {"demo_items": "[unclosed"}, {})
@@ -74,9 +110,9 @@ def test_reconcile_period_annotation_then_setting_then_default():
 
 
 @pytest.mark.parametrize("annotations, variables, field", [
-    ({"ansible.operator-sdk/reconcile-period": "1ms"}, {}, "annotation ansible.operator-sdk/reconcile-period"),
-    ({}, {"reconcile_period": "59s"}, "reconcilePeriod"),
-    ({"ansible.operator-sdk/reconcile-period": "soon"}, {}, "annotation ansible.operator-sdk/reconcile-period")])
+    ({"ansible.operator-sdk/reconcile-period": "1ms"}, {}, "the annotation ansible.operator-sdk/reconcile-period"),
+    ({}, {"reconcile_period": "59s"}, "spec.reconcilePeriod"),
+    ({"ansible.operator-sdk/reconcile-period": "soon"}, {}, "the annotation ansible.operator-sdk/reconcile-period")])
 def test_a_reconcile_period_below_the_minimum_or_malformed_names_its_field(annotations, variables, field):
     with pytest.raises(config.ConfigError) as err:
         config.reconcile_period(annotations, variables)

@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "operator"))
 
 from kfocp_operator import paramconv  # noqa: E402
-from kfocp_operator.spec import SpecError, SpecModel, crd, load_roles  # noqa: E402
+from kfocp_operator.spec import OPERATOR_ONLY, SpecError, SpecModel, crd, load_roles  # noqa: E402
 
 # ansible-operator-plugins internal/ansible/paramconv/paramconv_test.go, case by case.
 TO_SNAKE = [
@@ -75,11 +75,36 @@ def test_schema_types_enums_patterns_defaults():
     item = props["demoItems"]["items"]
     assert item["required"] == ["name"]
     assert item["properties"]["targetNamespace"]["pattern"].startswith("^[a-z0-9]")
-    assert item["properties"]["extraLabels"] == {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    assert item["properties"]["extraLabels"] == {"type": "object", "x-kubernetes-preserve-unknown-fields": True,
+                                                 "maxProperties": 256}
     assert props["demoQuota"]["description"] == "Quota, as resource: quantity; see demoItems."
     assert "default" not in props["demoTemplated"], "a Jinja default is the role's business, not the schema's"
     assert props["demoAnything"] == {"x-kubernetes-preserve-unknown-fields": True}
     assert props["reconcilePeriod"]["pattern"]
+
+
+def test_strings_and_free_form_mappings_are_bounded():
+    """Sizes the API server refuses, so that a huge or deeply nested value never reaches a run."""
+    spec = crd(SpecModel.from_collection(ROOT))["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    props = spec["properties"]
+    assert props["authImage"]["maxLength"] == 8192
+    assert props["namespacePoliciesMeshNamespace"]["maxLength"] == 63
+    assert props["namespacePoliciesSelector"]["additionalProperties"] == {"type": "string", "maxLength": 63}
+    assert "x-kubernetes-preserve-unknown-fields" not in props["namespacePoliciesSelector"]
+    assert props["gpuNfdSpec"]["maxProperties"] == 256
+
+    def walk(schema, path):
+        if schema.get("type") == "string" and "enum" not in schema:
+            assert schema.get("maxLength"), path
+        if schema.get("type") == "object" and "properties" not in schema:
+            assert schema.get("maxProperties"), path
+        for key, sub in (schema.get("properties") or {}).items():
+            walk(sub, path + "." + key)
+        for key in ("items", "additionalProperties"):
+            if isinstance(schema.get(key), dict):
+                walk(schema[key], path + "." + key)
+    for field, schema in props.items():
+        walk(schema, field)
 
 
 def test_spec_to_variables_keeps_free_form_keys():
@@ -111,7 +136,15 @@ def test_every_role_variable_is_a_spec_field():
     fields = crd(model)["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
     for data in roles.values():
         for name in data["options"]:
-            assert paramconv.to_camel(name) in fields
+            assert (paramconv.to_camel(name) in fields) != (name in OPERATOR_ONLY), name
+
+
+@pytest.mark.parametrize("name", sorted(OPERATOR_ONLY))
+def test_fields_that_act_on_the_operators_host_are_not_in_the_crd(name):
+    """A CR editor must not choose a file the operator writes or a program it runs."""
+    text = (ROOT / "operator" / "config" / "crd" / "bases" / "kfocp.io_kubeflows.yaml").read_text()
+    assert paramconv.to_camel(name) not in text
+    assert name in load_roles(ROOT / "roles")["components"]["options"]
 
 
 def test_committed_crd_is_the_generated_one():

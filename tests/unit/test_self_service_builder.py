@@ -70,6 +70,11 @@ def test_an_empty_cap_lets_members_choose():
     ({"cpu": "lots"}, "profile_self_service_max_quota.cpu: 'lots' is not a valid quantity"),
     ({"bad key": "1"}, "profile_self_service_max_quota.bad key: is not a resource name"),
     (["cpu"], "profile_self_service_max_quota: must be a mapping"),
+    # -1 passed before and left no profile possible; ' 1' passed and failed at apply
+    ({"cpu": "-1"}, "profile_self_service_max_quota.cpu: '-1' is negative"),
+    ({"cpu": -1}, "profile_self_service_max_quota.cpu: -1 is negative"),
+    ({"cpu": " 1"}, "profile_self_service_max_quota.cpu: ' 1' is not a valid quantity"),
+    ({"memory": "1Gi "}, "profile_self_service_max_quota.memory: '1Gi ' is not a valid quantity"),
 ])
 def test_a_bad_cap_names_the_field(value, message):
     with pytest.raises(DefinitionError) as err:

@@ -9,9 +9,11 @@ __metaclass__ = type
 import re
 
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.objects import (
-    DNS_LABEL, ENSURE, NAMESPACES_SET, OWNERSHIP, SET_OVERRIDE, DefinitionError)
+    DNS_LABEL, ENSURE, LABEL_VALUE, NAMESPACES_SET, OWNERSHIP, SET_OVERRIDE, DefinitionError, parse_quantity)
 
 DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+# The name part of a label or annotation key (Kubernetes' IsQualifiedName).
+QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 
 
 def require(condition, field, problem, fix):
@@ -32,6 +34,65 @@ def dns_subdomain(value, field):
             "%r is not a DNS subdomain" % (value,),
             "Use lower-case letters, digits, '-' and '.', at most 253 characters")
     return value
+
+
+def qualified_name(value, field):
+    """A label or annotation key as the API server checks it: an optional DNS subdomain prefix
+    and '/', then a name of at most 63 letters, digits, '-', '_' and '.'."""
+    ok = isinstance(value, str)
+    if ok:
+        prefix, _slash, name = value.rpartition("/")
+        ok = (QUALIFIED_NAME.match(name) is not None and len(name) <= 63
+              and (not _slash or (0 < len(prefix) <= 253 and DNS_SUBDOMAIN.match(prefix) is not None)))
+    require(ok, field, "%r is not a valid label or annotation key" % (value,),
+            "Use an optional DNS-name prefix and '/', then at most 63 letters, digits, '-', '_' and '.', "
+            "starting and ending with a letter or digit (for example app.kubernetes.io/part-of)")
+    return value
+
+
+def label_value(value, field):
+    require(isinstance(value, str) and len(value) <= 63 and LABEL_VALUE.match(value) is not None, field,
+            "%r is not a valid label value" % (value,),
+            "Use at most 63 letters, digits, '-', '_' and '.', starting and ending with a letter or digit, or ''")
+    return value
+
+
+def labels(value, field):
+    """A label mapping {key: value}, every key and value valid for the API server."""
+    require(isinstance(value, dict), field, "must be a mapping of label key to value",
+            "For example {app.kubernetes.io/part-of: kubeflow-profile}")
+    for key, item in value.items():
+        qualified_name(key, "%s key %r" % (field, key))
+        label_value(item, "%s.%s" % (field, key))
+    return value
+
+
+def label_selector(value, field):
+    """An equality label selector as {key: value}, from a mapping or from the API's text form
+    ('k=v,k2==v2'), checked with the API server's rules, so that it can never select other
+    objects than it says (a malformed one would select none, and prune would then remove all)."""
+    if isinstance(value, str):
+        pairs = {}
+        for part in value.split(","):
+            key, eq, val = part.partition("==") if "==" in part else part.partition("=")
+            require(eq and "!" not in key, field, "%r is not key=value" % part,
+                    "Write key=value pairs separated by commas, for example app.kubernetes.io/part-of=kubeflow-profile")
+            key, val = key.strip(), val.strip()
+            require(key not in pairs, field, "%r is given twice" % key, "Give each key once")
+            pairs[key] = val
+        value = pairs
+    require(isinstance(value, dict) and value, field, "must be a non-empty mapping of label key to value",
+            "For example {app.kubernetes.io/part-of: kubeflow-profile}")
+    return labels(value, field)
+
+
+def quantity(value, field):
+    """A Kubernetes quantity as the API server parses it: no spaces, a number and a suffix."""
+    ok = not isinstance(value, bool) and isinstance(value, (int, float, str)) and parse_quantity(value) is not None
+    ok = ok and (not isinstance(value, str) or value == value.strip())
+    require(ok, field, "%r is not a valid quantity" % (value,),
+            "Use a Kubernetes quantity such as 4, 500m or 16Gi, without spaces")
+    return parse_quantity(value)
 
 
 def named_entries(entries, field, shape, name_fix, check_name=dns_subdomain):

@@ -10,7 +10,8 @@ __metaclass__ = type
 import copy
 
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import olm
-from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.common import dns_label, named_entries, namespace, require
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.common import (
+    dns_label, label_value, labels, named_entries, namespace, require)
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.objects import MANAGED_BY, MANAGER
 
 MACHINE_API = "openshift-machine-api"
@@ -75,6 +76,8 @@ def normalise(entries, field="gpu_machinesets"):
                 "Give e.g. {aws: g5.2xlarge, azure: Standard_NC8as_T4_v3, gcp: g2-standard-8}")
         require(isinstance(entry.get("accelerator"), str) and entry.get("accelerator"), where + ".accelerator",
                 "is required (the value of the node label %s)" % ACCELERATOR_LABEL, "Give e.g. nvidia-a10g")
+        label_value(entry["accelerator"], where + ".accelerator")
+        labels(entry.get("labels") or {}, where + ".labels")
         replicas = entry.get("replicas", 0)
         require(isinstance(replicas, int) and not isinstance(replicas, bool) and replicas >= 0, where + ".replicas",
                 "must be a whole number >= 0", "Give 0 when the autoscaler adds the nodes")

@@ -24,8 +24,7 @@ import copy
 import re
 
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.common import (
-    dns_label, namespace, require)
-from ansible_collections.kfocp.kubeflow.plugins.module_utils.objects import LABEL_VALUE
+    dns_label, labels, namespace, require)
 
 FLAVOURS = ("ossm2", "ossm3", "external")
 OLM = "operators.coreos.com/v1alpha1"
@@ -89,12 +88,7 @@ def _merge(defaults, given, field, top=False):
 
 
 def _labels(value, field):
-    require(isinstance(value, dict), field, "must be a mapping of label keys to values",
-            "Give {key: value}, for example {kfocp.io/mesh: kubeflow}")
-    for key, val in value.items():
-        require(isinstance(val, str) and len(val) <= 63 and LABEL_VALUE.match(val), "%s.%s" % (field, key),
-                "%r is not a label value" % (val,), "Quote it; at most 63 letters, digits, '-', '_', '.'")
-    return value
+    return labels(value, field)
 
 
 def normalise(settings, field="service_mesh"):

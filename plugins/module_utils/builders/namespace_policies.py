@@ -26,7 +26,7 @@ import re
 from ansible_collections.kfocp.kubeflow.plugins.module_utils import objects as o
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import mesh, scc
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.common import (  # noqa: F401 (plain)
-    dns_label, dns_subdomain, plain, require)
+    dns_label, dns_subdomain, label_selector, labels, plain, qualified_name, quantity, require)
 
 DEFAULT_TOLERATIONS = "scheduler.alpha.kubernetes.io/defaultTolerations"
 WHITELIST = "scheduler.alpha.kubernetes.io/tolerationsWhitelist"
@@ -42,6 +42,7 @@ _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 # that gives only some settings gets these for the rest.
 DEFAULTS = {
     "namespace_policies_selector": {"app.kubernetes.io/part-of": "kubeflow-profile"},
+    "namespace_policies_prune_max_share": 0.5,
     "namespace_policies_mesh_mode": "mesh",
     "namespace_policies_mesh_name": "data-science-smcp",
     "namespace_policies_mesh_namespace": "istio-system",
@@ -90,6 +91,10 @@ class Settings(object):
     def check(self):
         """Raise DefinitionError, naming the variable, for anything that would make a bad object."""
         selector(self["namespace_policies_selector"])
+        share = self["namespace_policies_prune_max_share"]
+        require(isinstance(share, (int, float)) and not isinstance(share, bool) and 0 <= share <= 1,
+                "namespace_policies_prune_max_share", "%r is not a share from 0 to 1" % (share,),
+                "Give for example 0.5, or 1 to allow a run to remove any share of the policies")
         for key, allowed in (("namespace_policies_mesh_mode", MESH_MODES),
                              ("namespace_policies_tolerations_mode", TOLERATION_MODES)):
             require(self[key] in allowed, key, "%r is not one of %s" % (self[key], ", ".join(allowed)),
@@ -119,8 +124,8 @@ class Settings(object):
             require(isinstance(values, dict), "namespace_policies_limitrange.%s" % part, "must be a mapping",
                     "Give {cpu: ..., memory: ...}")
             for key, value in values.items():
-                require(o.parse_quantity(value) is not None, "namespace_policies_limitrange.%s.%s" % (part, key),
-                        "%r is not a valid quantity" % (value,), "Use a Kubernetes quantity such as 500m or 2Gi")
+                quantity(value, "namespace_policies_limitrange.%s.%s" % (part, key))
+        limitrange_order(limits)
         if self["namespace_policies_scc"]:
             require(self["namespace_policies_scc"] in scc.KNOWN_SCCS, "namespace_policies_scc",
                     "%r is not a known SCC" % self["namespace_policies_scc"], "Use nonroot-v2 or nonroot, or '' for none")
@@ -136,7 +141,9 @@ class Settings(object):
                 require(isinstance(workload, dict) and workload.get("name") and workload.get("match_labels"),
                         where, "needs name and match_labels", "Give {name: kserve-predictor, match_labels: {...}}")
                 dns_label("kfocp-knative-" + workload["name"], where + ".name")
+                labels(workload["match_labels"], where + ".match_labels")
         if self["namespace_policies_data_lake"]:
+            qualified_name(self["namespace_policies_data_lake_annotation"], "namespace_policies_data_lake_annotation")
             dns_subdomain(self["namespace_policies_data_lake_serviceaccount"], "namespace_policies_data_lake_serviceaccount")
             template = self["namespace_policies_data_lake_role_template"]
             roles = self["namespace_policies_data_lake_roles"]
@@ -150,19 +157,25 @@ class Settings(object):
         return self
 
 
+# The order the API server requires of a LimitRange item's values for one resource.
+_LIMIT_ORDER = (("min", "max"), ("min", "default"), ("min", "defaultRequest"), ("defaultRequest", "default"),
+                ("default", "max"), ("defaultRequest", "max"))
+
+
+def limitrange_order(limits):
+    """min <= defaultRequest <= default <= max for every resource, as the API server checks."""
+    for low, high in _LIMIT_ORDER:
+        for key in sorted(set(limits.get(low) or {}) & set(limits.get(high) or {})):
+            small, large = limits[low][key], limits[high][key]
+            require(o.parse_quantity(small) <= o.parse_quantity(large), "namespace_policies_limitrange.%s.%s" % (low, key),
+                    "%s is larger than %s.%s (%s)" % (small, high, key, large),
+                    "Keep min <= defaultRequest <= default <= max for each resource")
+
+
 def selector(value):
-    """A label selector as {key: value}; 'k=v,k2=v2' strings are accepted too."""
-    if isinstance(value, str):
-        pairs = {}
-        for part in value.split(","):
-            require("=" in part, "namespace_policies_selector", "%r is not key=value" % part,
-                    "Write app.kubernetes.io/part-of=kubeflow-profile")
-            key, val = part.split("=", 1)
-            pairs[key.strip()] = val.strip()
-        value = pairs
-    require(isinstance(value, dict) and value, "namespace_policies_selector", "must be a non-empty label mapping",
-            "For example {app.kubernetes.io/part-of: kubeflow-profile}")
-    return value
+    """A label selector as {key: value}; 'k=v,k2=v2' strings are accepted too. Checked with the
+    API server's rules for label keys and values."""
+    return label_selector(value, "namespace_policies_selector")
 
 
 def tolerations(value, field):

@@ -24,7 +24,7 @@ import hashlib
 import re
 
 from ansible_collections.kfocp.kubeflow.plugins.module_utils import objects as o
-from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.common import require, role_binding
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.common import quantity, require, role_binding
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.common import plain
 
 PROFILE_API = "kubeflow.org/v1"
@@ -131,8 +131,8 @@ def quota(default, override, field, default_field="profiles_quota_default"):
             if value is None:
                 hard.pop(key, None)
                 continue
-            require(o.parse_quantity(value) is not None, "%s.%s" % (where, key),
-                    "%r is not a valid quantity" % (value,), "Use a Kubernetes quantity such as 4, 500m, 16Gi")
+            require(quantity(value, "%s.%s" % (where, key)) >= 0, "%s.%s" % (where, key),
+                    "%r is negative" % (value,), "Give 0 or more, or null to remove the limit")
             hard[key] = str(value)
     return hard
 

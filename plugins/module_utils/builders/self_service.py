@@ -21,7 +21,7 @@ __metaclass__ = type
 import re
 
 from ansible_collections.kfocp.kubeflow.plugins.module_utils import objects as o
-from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.common import require
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.common import quantity, require
 
 NAME = "kfocp-profile-creator"
 POLICY = "kfocp-profile-owner"
@@ -55,12 +55,12 @@ def max_quota(value):
     """The largest quota a member may ask for, as {resource: quantity string}; {} for no limit."""
     require(isinstance(value, dict), "profile_self_service_max_quota", "must be a mapping of resource to quantity",
             "For example {cpu: '8', memory: 32Gi}, or {} to let members choose any quota")
-    for key, quantity in value.items():
+    for key, amount in value.items():
         where = "profile_self_service_max_quota.%s" % key
         require(isinstance(key, str) and _RESOURCE.match(key), where, "is not a resource name",
                 "Use names like cpu, requests.memory, requests.nvidia.com/gpu")
-        require(o.parse_quantity(quantity) is not None, where, "%r is not a valid quantity" % (quantity,),
-                "Use a Kubernetes quantity such as 4, 500m, 16Gi")
+        require(quantity(amount, where) >= 0, where, "%r is negative: no quota could be within it" % (amount,),
+                "Give 0 or more, or leave the resource out for no limit")
     return dict((k, str(v)) for k, v in value.items())
 
 
