@@ -36,7 +36,7 @@ def run(n, workdir):
         rows = []
         for label, metadata_only, rv in WAYS:
             best, count = None, 0
-            for _ in range(3):
+            for _attempt in range(3):
                 started, count = time.monotonic(), 0
                 for res in kinds:
                     doc = client.request("GET", client.path(res), query={"resourceVersion": rv},

@@ -321,7 +321,7 @@ def main(argv=None):
     started = time.monotonic()
     doc = {"when": datetime.datetime.now().strftime("%Y%m%d-%H%M%S"), "cpus": os.cpu_count(),
            "load1_start": round(os.getloadavg()[0], 2), "per_profile": workload.PER_PROFILE, "rows": []}
-    if any(m.startswith("limit-go") for m, _ in pairs) or not args.no_render:
+    if any(m.startswith("limit-go") for m, _rest in pairs) or not args.no_render:
         limit.go_binary()  # built (or found in the cache) before anything is timed
     with tempfile.TemporaryDirectory(prefix="kfocp-bench-") as workdir:
         if not args.no_render:

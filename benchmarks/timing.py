@@ -39,7 +39,7 @@ def lines(breakdown, top=10):
     out += ["  %6.2f s  %s" % (seconds, name) for name, seconds in breakdown["tasks"][:top]]
     rest = breakdown["tasks"][top:]
     if rest:
-        out.append("  %6.2f s  %d other tasks" % (sum(s for _, s in rest), len(rest)))
+        out.append("  %6.2f s  %d other tasks" % (sum(s for _task, s in rest), len(rest)))
     out.append("  %6.2f s  after the last task (stats, exit)" % breakdown["exit_s"])
     out.append("  %6.2f s  in all, ansible-playbook start to exit" % breakdown["total_s"])
     return out

@@ -202,7 +202,7 @@ def kwok_stages(dest: Path) -> Path:
     path = dest / "stages.yaml"
     if path.exists():
         return path
-    proc = subprocess.run(["go", "mod", "download", "-json", f"{KWOK[0].split('/cmd/')[0]}@{KWOK[1]}"],
+    proc = subprocess.run(["go", "mod", "download", "-json", f"{KWOK[0].split('/cmd/', maxsplit=1)[0]}@{KWOK[1]}"],
                           capture_output=True, text=True, check=False, cwd=HACK)
     if proc.returncode:
         raise ClusterError(f"cannot download kwok {KWOK[1]}'s module for its stages: {proc.stderr[-2000:]}")

@@ -225,8 +225,8 @@ def test_a_failed_fast_path_apply_is_retried_with_backoff(platform, operator, ku
                "metadata": {"name": "deny-limits-" + tag},
                "spec": {"policyName": "deny-limits-" + tag, "validationActions": ["Deny"],
                         "matchResources": {"namespaceSelector": {"matchLabels": {"kfocp-deny": tag}}}}}
-    control_plane.kubectl("create", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List",
-                                                                  "items": [policy, binding]}))
+    control_plane.kubectl("create", "-f", "-",
+                          input=json.dumps({"apiVersion": "v1", "kind": "List", "items": [policy, binding]}))
     probe = "%s-d%s" % (platform["name"], tag[:4])
     _namespace(kube, probe, {"kfocp-deny": tag})
     limits = _res(kube, "v1", "LimitRange")

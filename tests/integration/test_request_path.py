@@ -136,7 +136,7 @@ def route_for(kube, path, gateway_pod, gateway_ns):
     for vs in items(kube, "networking.istio.io/v1beta1", "VirtualService"):
         bound = False
         for ref in vs["spec"].get("gateways") or []:
-            gw_ns, _, gw_name = ref.rpartition("/")
+            gw_ns, _sep, gw_name = ref.rpartition("/")
             gateway = get(kube, "networking.istio.io/v1beta1", "Gateway", gw_name, gw_ns or vs["metadata"]["namespace"])
             bound = bound or bool(gateway and selects(gateway["spec"].get("selector"), gateway_pod))
         if not bound:
@@ -225,8 +225,8 @@ def test_who_reaches_a_tenants_notebook(playbook, kube, control_plane, instance,
 
         def through_the_route(user, groups, headers):
             """A browser request through the Route: (reached the notebook as, where it stopped)."""
-            allowed, _ = subject_access_review(kube, user, groups, sar["verb"], sar["resource"],
-                                               sar.get("group", ""), sar.get("namespace"), sar.get("name"))
+            allowed, _reason = subject_access_review(kube, user, groups, sar["verb"], sar["resource"],
+                                                     sar.get("group", ""), sar.get("namespace"), sar.get("name"))
             if not allowed:
                 return None, "oauth-proxy: 403"
             # oauth-proxy sets x-forwarded-user to the user it logged in, whatever the client sent
@@ -236,7 +236,7 @@ def test_who_reaches_a_tenants_notebook(playbook, kube, control_plane, instance,
             if not network_allows(kube, source, gateway_pod):
                 return None, "gateway: no network path"
             headers = run_gateway_lua(lua, headers)
-            host, _ = route_for(kube, path, gateway_pod["labels"], info["namespace"])
+            host, _path = route_for(kube, path, gateway_pod["labels"], info["namespace"])
             assert host == "nb.%s.svc.cluster.local" % profile, host
             return at_the_notebook(info["principal"], headers)
 
@@ -268,7 +268,7 @@ def test_who_reaches_a_tenants_notebook(playbook, kube, control_plane, instance,
         port = mesh.normalise(settings)["gateway"]["http_port"]
         assert cyclonus_allows(kube, tmp_path, proxy_pod, gateway_pod, port) is True
         assert cyclonus_allows(kube, tmp_path, tenant_pod, gateway_pod, port) is False
-        stops = dict((who, got[1]) for who, got, _ in table)
+        stops = dict((who, got[1]) for who, got, _want in table)
         assert stops["not in the users group"] == "oauth-proxy: 403"
         assert stops["tenant pod to the gateway"] == "gateway: no network path"
         assert stops["stranger"].startswith("notebook: no ALLOW policy matches")

@@ -70,8 +70,8 @@ def bare_pod(name, namespace, gpus=None, tolerations=None):
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace}, "spec": spec}
 
 
-def test_gpu_notebooks_land_on_gpu_nodes_and_admission_refuses_what_is_not_allowed(playbook, kube, control_plane,
-                                                                                    instance):
+def test_gpu_notebooks_land_on_gpu_nodes_and_admission_refuses_what_is_not_allowed(
+        playbook, kube, control_plane, instance):
     profile, web = instance + "-p", instance + "-web"
     gpu_set = instance + "-a10g"
     # the cluster: one worker MachineSet (two nodes); OLM has installed the GPU operators

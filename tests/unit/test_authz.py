@@ -73,8 +73,8 @@ def test_allow_without_rules_denies_everything_and_an_empty_rule_allows_everythi
 def test_deny_wins_over_allow_and_a_deny_without_rules_denies_nothing():
     allow_all = policy("all", "team-a", [{}])
     deny_spoof = policy("no-spoof", "team-a", action="DENY", rules=[
-        {"from": [{"source": {"notPrincipals": [GATEWAY]}}], "when": [{"key": "request.headers[kubeflow-userid]",
-                                                                        "values": ["*"]}]}])
+        {"from": [{"source": {"notPrincipals": [GATEWAY]}}],
+         "when": [{"key": "request.headers[kubeflow-userid]", "values": ["*"]}]}])
     spoof = request("cluster.local/ns/team-b/sa/default-editor", {"kubeflow-userid": "alice"})
     assert authz.decide([allow_all, deny_spoof], spoof, "team-a") == (False, "denied by team-a/no-spoof")
     assert authz.decide([allow_all, deny_spoof], request(GATEWAY, {"kubeflow-userid": "alice"}), "team-a")[0]
