@@ -120,13 +120,14 @@ def play_profile_controller(control_plane, names=None, labels=None, kube=None):
     return standins.ProfileController(kube, labels).step(names)
 
 
-def profile_controller(control_plane, labels=None, kube=None):
-    """Kubeflow's profile controller running in the background while the `with` block runs."""
+def profile_controller(control_plane, labels=None, kube=None, only=None):
+    """Kubeflow's profile controller, to run in the background while a `with` block runs (over
+    the Profiles named in `only`, or all), or step() by step()."""
     import standins
     if kube is None:
         from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import Client
         kube = Client.from_params({"kubeconfig": str(control_plane.kubeconfig)})
-    return standins.ProfileController(kube, labels)
+    return standins.ProfileController(kube, labels, only=only)
 
 
 def kfam_binding_name(user, role):

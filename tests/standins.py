@@ -79,8 +79,9 @@ class ProfileController:
     from its ConfigMap; upstream's defaults where kfocp deployed no controller. `extra_labels` are
     added to that labels file (a test's isolation label)."""
 
-    def __init__(self, kube, extra_labels=None, interval=0.3):
+    def __init__(self, kube, extra_labels=None, interval=0.3, only=None):
         self.kube = kube
+        self.only = only  # the names the loop reconciles (None: every Profile, as the real one)
         self.extra_labels = dict(extra_labels or {})
         self.interval = interval
         self.refused = {}
@@ -235,7 +236,7 @@ class ProfileController:
     def run(self):
         while not self._stop.is_set():
             try:
-                self.step()
+                self.step(self.only)
             except KubeError:
                 pass
             self._stop.wait(self.interval)

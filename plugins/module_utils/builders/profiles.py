@@ -24,7 +24,7 @@ import hashlib
 import re
 
 from ansible_collections.kfocp.kubeflow.plugins.module_utils import objects as o
-from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.common import require, role_binding
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.common import group_name, require, role_binding
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.common import plain
 
 PROFILE_API = "kubeflow.org/v1"
@@ -119,6 +119,8 @@ def _subject(value, field, allow_both=False):
     name = user or group
     require(isinstance(name, str) and name.strip() == name and name, field + (".user" if user else ".group"),
             "%r is not a valid name" % (name,), "Give the name as OpenShift shows it, without spaces around it")
+    if group:
+        group_name(name, field + ".group")
     return ("User" if user else "Group"), name
 
 
