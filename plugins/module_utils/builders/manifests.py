@@ -579,6 +579,31 @@ def aggregated_rules(objs):
 
 # ---------------------------------------------------------------- the whole pipeline
 
+PROFILE_LABELS_FILE = "namespace-labels.yaml"
+
+
+def profile_namespace_labels(objs, revision):
+    """The profile controller's namespace-labels file (the ConfigMap holding namespace-labels.yaml)
+    with the injection labels of a revision-based mesh: istio.io/rev=<revision>, and
+    istio-injection given the empty value, which makes the controller remove the
+    istio-injection=enabled it puts on every profile namespace (that label would win over the
+    revision). The controller only adds missing labels, so these belong in its file, not in a
+    patch of the namespaces. Without a revision the objects are returned unchanged."""
+    if not revision:
+        return objs
+    import yaml  # PyYAML comes with Ansible; the labels file is YAML inside a ConfigMap value
+    out = []
+    for obj in objs:
+        data = obj.get("data") or {}
+        if obj.get("kind") == "ConfigMap" and PROFILE_LABELS_FILE in data:
+            obj = copy.deepcopy(obj)
+            labels = yaml.safe_load(data[PROFILE_LABELS_FILE] or "") or {}
+            labels.update({"istio-injection": "", "istio.io/rev": revision})
+            obj["data"][PROFILE_LABELS_FILE] = yaml.safe_dump(labels, default_flow_style=False, sort_keys=True)
+        out.append(obj)
+    return out
+
+
 def platform_namespaces(objs, components_namespace, injection_labels=None):
     """Replace rendered Namespace objects by platform namespaces (created when missing, kept until
     uninstall) and add one for every namespace that a rendered object lives in."""
@@ -631,6 +656,7 @@ def assemble(rendered, options):
         objs = inject_sidecars(objs, namespace, sidecar.get("revision") or "",
                                tuple(sidecar.get("authservice") or ("authservice",)), tuple(sidecar.get("exclude") or ()))
         injection = {"istio.io/rev": sidecar["revision"]} if sidecar.get("revision") else {"istio-injection": "enabled"}
+        objs = profile_namespace_labels(objs, sidecar.get("revision") or "")
     if options.get("mirror") is not None:
         mirror = options["mirror"]
         objs, result["mirror"], result["unmatched_images"] = mirror_images(objs, mirror.get("prefixes") or {},
