@@ -109,6 +109,8 @@ def _state(kube, name):
     objs = {}
     for key, obj in labelled_objects(kube, name).items():
         obj = o.strip(obj)
+        for ref in obj["metadata"].get("ownerReferences") or []:  # a recreated owner (a Profile) has a new uid
+            ref.pop("uid", None)
         if key[1] == "Service":  # allocated by the API server on each creation
             for field in ("clusterIP", "clusterIPs"):
                 obj["spec"].pop(field, None)
