@@ -85,6 +85,7 @@ class ProfileController:
         self.extra_labels = dict(extra_labels or {})
         self.interval = interval
         self.refused = {}
+        self.errors = []  # what the loop met (the real controller logs and requeues)
         self._stop = threading.Event()
         self._thread = None
         self.profiles = kube.resource("kubeflow.org/v1", "Profile")
@@ -237,8 +238,8 @@ class ProfileController:
         while not self._stop.is_set():
             try:
                 self.step(self.only)
-            except KubeError:
-                pass
+            except Exception as err:  # pylint: disable=broad-except  # a controller keeps reconciling
+                self.errors.append(str(err))
             self._stop.wait(self.interval)
 
     def __enter__(self):
