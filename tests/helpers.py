@@ -107,67 +107,27 @@ def kubectl(control_plane, *args, check=True):
 
 # ---------------------------------------------------------------- the Kubeflow profile controller's part
 
-PROFILE_NAMESPACE_LABELS = {"app.kubernetes.io/part-of": "kubeflow-profile", "istio-injection": "enabled"}
+def play_profile_controller(control_plane, names=None, labels=None, kube=None):
+    """One reconcile pass of Kubeflow's profile controller (standins.ProfileController, which
+    behaves as the real one: finalizer, refusal of someone else's namespace, labels only added when
+    missing, full-replace updates) over every Profile, or those in `names`. `labels` are added to
+    its namespace-labels file (a test's isolation label). Returns the names reconciled, less those
+    the controller refused."""
+    import standins
+    if kube is None:
+        from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import Client
+        kube = Client.from_params({"kubeconfig": str(control_plane.kubeconfig)})
+    return standins.ProfileController(kube, labels).step(names)
 
 
-def profile_controller_objects(profile, labels=None):
-    """What Kubeflow's profile controller creates for one Profile: the namespace (labelled, with
-    the owner annotation, owned by the Profile), the default-editor and default-viewer service
-    accounts, the owner's admin RoleBinding, the owner's AuthorizationPolicy and, when the
-    Profile has spec.resourceQuotaSpec.hard, the ResourceQuota kf-resource-quota."""
-    meta, spec = profile["metadata"], profile.get("spec") or {}
-    name, owner = meta["name"], spec.get("owner") or {}
-    ref = {"apiVersion": "kubeflow.org/v1", "kind": "Profile", "name": name, "uid": meta["uid"],
-           "controller": True, "blockOwnerDeletion": True}
-    objs = [{"apiVersion": "v1", "kind": "Namespace",
-             "metadata": {"name": name, "labels": dict(PROFILE_NAMESPACE_LABELS, **(labels or {})),
-                          "annotations": {"owner": owner.get("name", "")}, "ownerReferences": [ref]}}]
-    for account, role in (("default-editor", "kubeflow-edit"), ("default-viewer", "kubeflow-view")):
-        objs.append({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": account, "namespace": name}})
-        objs.append({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-                     "metadata": {"name": account, "namespace": name},
-                     "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
-                     "subjects": [{"kind": "ServiceAccount", "name": account, "namespace": name}]})
-    objs.append({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-                 "metadata": {"name": "namespaceAdmin", "namespace": name,
-                              "annotations": {"user": owner.get("name", ""), "role": "admin"}},
-                 "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "kubeflow-admin"},
-                 "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": owner.get("kind", "User"),
-                               "name": owner.get("name", "")}]})
-    objs.append({"apiVersion": "security.istio.io/v1beta1", "kind": "AuthorizationPolicy",
-                 "metadata": {"name": "ns-owner-access-istio", "namespace": name},
-                 "spec": {"rules": [{"when": [{"key": "request.headers[kubeflow-userid]",
-                                               "values": [owner.get("name", "")]}]}]}})
-    hard = (spec.get("resourceQuotaSpec") or {}).get("hard")
-    if hard:
-        objs.append({"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "kf-resource-quota", "namespace": name},
-                     "spec": {"hard": dict(hard)}})
-    return objs
-
-
-def play_profile_controller(control_plane, names=None, labels=None):
-    """Do what Kubeflow's profile controller does for every Profile (or those in `names`): the
-    controller itself cannot be built here, so this writes the objects it would write, with its
-    field manager. `labels` are the extra namespace labels of its namespace-labels file. Returns
-    the names of the profiles handled."""
-    import json as _json
-    out = control_plane.kubectl("get", "profiles.kubeflow.org", "-o", "json")
-    profiles = [p for p in _json.loads(out.stdout)["items"]
-                if (names is None or p["metadata"]["name"] in names) and not p["metadata"].get("deletionTimestamp")]
-    objs = [obj for p in profiles for obj in profile_controller_objects(p, labels)]
-    from concurrent.futures import ThreadPoolExecutor
-
-    def apply(items):
-        body = {"apiVersion": "v1", "kind": "List", "items": items}
-        control_plane.kubectl("apply", "--server-side", "--field-manager=profile-controller", "-f", "-",
-                              input=_json.dumps(body))
-
-    # the namespaces first, then what goes in them; kubectl applies one object after the other, so
-    # large numbers go through four of them at a time
-    for group in ([o for o in objs if o["kind"] == "Namespace"], [o for o in objs if o["kind"] != "Namespace"]):
-        with ThreadPoolExecutor(4) as pool:
-            list(pool.map(apply, [group[start:start + 500] for start in range(0, len(group), 500)]))
-    return [p["metadata"]["name"] for p in profiles]
+def profile_controller(control_plane, labels=None, kube=None, only=None):
+    """Kubeflow's profile controller, to run in the background while a `with` block runs (over
+    the Profiles named in `only`, or all), or step() by step()."""
+    import standins
+    if kube is None:
+        from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import Client
+        kube = Client.from_params({"kubeconfig": str(control_plane.kubeconfig)})
+    return standins.ProfileController(kube, labels, only=only)
 
 
 def kfam_binding_name(user, role):
@@ -227,9 +187,6 @@ def components_only(instance, *managed):
 # On a real cluster OLM installs an operator's CSV and the mesh operator reports its control plane
 # Ready. The local control plane runs neither, so tests write the objects and status they would.
 
-def _status_path(kube, res, name, namespace=None):
-    return kube.path(res, namespace, name) + "/status"
-
 
 def ensure_namespace(kube, name, labels=None):
     """Create a namespace as someone other than kfocp would (OpenShift's openshift-operators, say)."""
@@ -239,42 +196,31 @@ def ensure_namespace(kube, name, labels=None):
 
 
 def play_olm_csv_succeeded(kube, namespace, package, csv_name=None, phase="Succeeded"):
-    """Write the ClusterServiceVersion OLM installs for `package` in `namespace`, with OLM's
-    operators.coreos.com/<package>.<namespace> label, and mark it `phase` as OLM would."""
-    res = kube.resource("operators.coreos.com/v1alpha1", "ClusterServiceVersion")
-    csv_name = csv_name or "%s.v1.0.0" % package
-    body = {"apiVersion": "operators.coreos.com/v1alpha1", "kind": "ClusterServiceVersion",
-            "metadata": {"name": csv_name, "namespace": namespace,
-                         "labels": {"operators.coreos.com/%s.%s" % (package, namespace): ""}},
-            "spec": {"displayName": package, "install": {"strategy": "deployment"}}}
-    kube.apply(res, body, "olm", force=True)
-    status = {"apiVersion": body["apiVersion"], "kind": body["kind"],
-              "metadata": {"name": csv_name, "namespace": namespace},
-              "status": {"phase": phase, "reason": "InstallSucceeded" if phase == "Succeeded" else "Installing",
-                         "message": "install strategy completed with no errors"}}
-    kube.request("PATCH", _status_path(kube, res, csv_name, namespace), query={"fieldManager": "olm", "force": "true"},
-                 body=status, content_type="application/apply-patch+yaml")
-    return csv_name
+    """What OLM does for the Subscription to `package` in `namespace` (standins.olm_step): the
+    InstallPlan and, once it is approved (Automatic approval, or someone approved a Manual one),
+    the ClusterServiceVersion with OLM's label, in `phase`. Without a Subscription (a test that
+    only needs the CSV), the CSV of an approved plan. Returns the CSV name, or None while a
+    Manual plan waits for approval."""
+    import standins
+    subs = kube.resource(*standins.SUBSCRIPTIONS)
+    found = [s for s in kube.list(subs, namespace=namespace) if s["spec"].get("name") == package]
+    if not found:
+        return standins.play_csv(kube, namespace, package, csv_name or "%s.v1.0.0" % package, phase)
+    return standins.olm_step(kube, found[0], csv_name, phase)
 
 
 def play_mesh_ready(kube, api_version, kind, name, namespace=None, timeout=120, manager="mesh-operator"):
     """Wait until the mesh object (ServiceMeshControlPlane, Istio, ...) exists, then report it Ready
-    as its operator would. Returns True when it was marked, False on timeout."""
+    as its operator would, for the generation it read (status.observedGeneration): a later change
+    of its spec leaves that Ready stale. Returns True when it was marked, False on timeout."""
+    import standins
     res = kube.resource(api_version, kind)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if kube.get(res, name, namespace) is not None:
-            meta = {"name": name}
-            if namespace:
-                meta["namespace"] = namespace
-            status = {"apiVersion": api_version, "kind": kind, "metadata": meta,
-                      "status": {"conditions": [{"type": "Ready", "status": "True", "reason": "ComponentsReady",
-                                                 "message": "All component deployments are Available",
-                                                 "lastTransitionTime": time.strftime("%Y-%m-%dT%H:%M:%SZ",
-                                                                                     time.gmtime())}]}}
-            kube.request("PATCH", _status_path(kube, res, name, namespace),
-                         query={"fieldManager": manager, "force": "true"}, body=status,
-                         content_type="application/apply-patch+yaml")
+        live = kube.get(res, name, namespace)
+        if live is not None:
+            status = standins.mesh_ready_status(live["metadata"].get("generation", 1))
+            standins._status_patch(kube, res, live, status, manager)
             return True
         time.sleep(0.3)
     return False
@@ -407,7 +353,8 @@ def labelled_objects(kube, instance, patched=True):
 
 class PlayOperators:
     """OLM and the mesh operators, played in the background while playbooks or the operator run:
-    every Subscription gets a Succeeded CSV, every mesh control plane is reported Ready."""
+    every Subscription gets its InstallPlan and, once that is approved, a Succeeded CSV (a Manual
+    plan waits for approval); every generation of a mesh control plane is reported Ready."""
 
     MESH = [("maistra.io/v2", "ServiceMeshControlPlane"), ("sailoperator.io/v1", "Istio")]
 
@@ -419,14 +366,14 @@ class PlayOperators:
         self.thread = threading.Thread(target=self.run, daemon=True)
 
     def run(self):
+        import standins
         from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import KubeError
         subs = self.kube.resource("operators.coreos.com/v1alpha1", "Subscription")
         while not self.stop.is_set():
             try:
                 for sub in self.kube.list(subs):
                     key = ("sub", sub["metadata"]["namespace"], sub["spec"]["name"])
-                    if key not in self.done:
-                        play_olm_csv_succeeded(self.kube, key[1], key[2])
+                    if key not in self.done and standins.olm_step(self.kube, sub) is not None:
                         self.done.add(key)
                 for api_version, kind in self.MESH:
                     try:

@@ -199,6 +199,7 @@ class Engine:
                     item.action = SKIPPED  # its kind is gone, so is the object
                     result.record(item.ref, SKIPPED, "kind not served")
             self._map(self._delete_one, [i for i in batch if i.action is None], result)
+            self._deleted += [(item.res, item.ref) for item in batch if item.action == DELETED]
         if wait:
             self._wait_gone(result)
         self._finish(result, "delete failed")
@@ -438,11 +439,34 @@ class Engine:
 
     def _remove(self, res, live):
         meta = live["metadata"]
+        if res.kind == "CustomResourceDefinition":
+            foreign = self._foreign_instances(live)
+            if foreign:
+                return SKIPPED, ("kept: deleting it would delete %d %s that this kfocp instance did not make (%s). "
+                                 "Delete them first if they should go, then run again"
+                                 % (len(foreign), meta["name"], ", ".join(foreign[:5])))
         try:
             self.client.delete(res, meta["name"], meta.get("namespace"), dry_run=self.check)
         except KubeError as err:
             return FAILED, self._explain(err)
         return DELETED, None
+
+    def _foreign_instances(self, crd):
+        """The objects of a CRD's kind that this instance did not create: deleting the CRD would
+        delete them too."""
+        found = []
+        if "spec" not in crd:  # a metadata-only LIST gave it
+            crd = self.client.get(self.client.resource("apiextensions.k8s.io/v1", "CustomResourceDefinition"),
+                                  crd["metadata"]["name"]) or {}
+        for api_version, kind, _plural, _namespaced in o.crd_kinds(crd)[:1]:
+            try:
+                res = self.client.resource(api_version, kind)
+                items = self.client.list(res, metadata_only=True)
+            except (UnknownKind, KubeError):
+                return []
+            found = [o.describe(o.ref(dict(item, apiVersion=api_version, kind=kind))) for item in items
+                     if not o.owned_by(item, self.instance)]
+        return found
 
     def _release(self, res, live, set_name=None):
         """Give back the fields a set's shared patch put on an object (every set's, when

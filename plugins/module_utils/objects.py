@@ -59,11 +59,13 @@ LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 
 # Apply order: CRDs (then wait until Established), Namespaces, everything else, and admission
 # webhooks last, because a webhook whose backend is not running yet blocks every later write
-# that it matches. Deletion runs the phases in reverse.
-PHASE_CRD, PHASE_NAMESPACE, PHASE_MAIN, PHASE_LAST = 0, 1, 2, 3
+# that it matches. An admission policy's binding comes after its policy: the API server reads the
+# policy to know which parameter the binder must be allowed to read, and without it asks for read
+# access to everything. Deletion runs the phases in reverse.
+PHASE_CRD, PHASE_NAMESPACE, PHASE_MAIN, PHASE_LAST, PHASE_BINDING = 0, 1, 2, 3, 4
 _LAST_KINDS = {"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "APIService",
-               "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding",
-               "MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding"}
+               "ValidatingAdmissionPolicy", "MutatingAdmissionPolicy"}
+_BINDING_KINDS = {"ValidatingAdmissionPolicyBinding", "MutatingAdmissionPolicyBinding"}
 
 # Server-side fields that say nothing about the desired state.
 _NOISE_METADATA = ("managedFields", "resourceVersion", "uid", "creationTimestamp", "generation",
@@ -391,6 +393,8 @@ def phase(kind):
         return PHASE_NAMESPACE
     if kind in _LAST_KINDS:
         return PHASE_LAST
+    if kind in _BINDING_KINDS:
+        return PHASE_BINDING
     return PHASE_MAIN
 
 

@@ -46,12 +46,20 @@ def _profile_inputs(client, settings):
 
 
 def build_profiles(client, settings, prune=False, **_):
-    """The Profiles, and the names of those kept although no longer desired (`orphans`, reported
-    unless they are pruned)."""
+    """The Profiles, the names of those kept although no longer desired (`orphans`, reported
+    unless they are pruned), and the users who got no automatic profile because every name for
+    them is taken (`skipped`, reported: the run goes on for everyone else). Names are checked
+    against the live namespaces and their owners before anything is written."""
     users, groups, live_profiles = _profile_inputs(client, settings)
-    desired = profiles.plan(settings, users, groups, live_profiles)
+    skipped = []
+    desired = profiles.plan(settings, users, groups, live_profiles, _namespaces(client), skipped)
     orphans = [] if prune else profiles.orphans_of(desired, settings, live_profiles)
-    return profiles.objects_of(desired, settings, []), {"orphans": orphans}
+    return profiles.objects_of(desired, settings, []), {"orphans": orphans, "skipped": skipped}
+
+
+def _namespaces(client):
+    """The live Namespaces' names and annotations (the owner of each)."""
+    return live(client, "v1", "Namespace")
 
 
 def build_profiles_access(client, settings, wait=0, check_mode=False, **_):
@@ -59,7 +67,7 @@ def build_profiles_access(client, settings, wait=0, check_mode=False, **_):
     seconds for the profile controller to create the new ones; `pending` names those it has not
     created yet."""
     users, groups, live_profiles = _profile_inputs(client, settings)
-    desired = profiles.plan(settings, users, groups, live_profiles)
+    desired = profiles.plan(settings, users, groups, live_profiles, _namespaces(client), [])
     deadline = time.monotonic() + (0 if check_mode else wait or 0)
     while True:
         namespaces = live(client, "v1", "Namespace", label_selector=PROFILE_NAMESPACES)

@@ -4,8 +4,8 @@ from helpers import only_roles
 
 def extravars(instance, **more):
     out = dict(only_roles("autoscaler"), kfocp_instance=instance, kfocp_autoscaler_enabled=True, scc_grants=[],
-               gpu_machinesets=[{"name": "%s-a10g" % instance, "max_replicas": 4},
-                                {"name": "%s-fixed" % instance, "autoscaled": False}],
+               gpu_machinesets=[{"name": "%s-a10g" % instance, "max_replicas": 4, "accelerator": "nvidia-a10g"},
+                                {"name": "%s-fixed" % instance, "autoscaled": False, "accelerator": "nvidia-l4"}],
                autoscaler_priority_classes=[{"name": "%s-training" % instance, "value": 10000, "description": "t"}])
     out.update(more)
     return out
@@ -21,7 +21,9 @@ def test_autoscaler_converges_prunes_the_watermark_and_is_idempotent(playbook, k
     assert first.rc == 0, first.stdout[-3000:]
     ca = get(kube, "autoscaling.openshift.io/v1", "ClusterAutoscaler", "default")
     assert ca["metadata"]["labels"]["kfocp.io/instance"] == instance
-    assert ca["spec"]["resourceLimits"]["gpus"] == [{"type": "nvidia.com/gpu", "min": 0, "max": 16}]
+    # the GPU types are the MachineSets' cluster-api/accelerator label values, which the autoscaler counts by
+    assert ca["spec"]["resourceLimits"]["gpus"] == [{"type": "nvidia-a10g", "min": 0, "max": 16},
+                                                    {"type": "nvidia-l4", "min": 0, "max": 16}]
     assert ca["spec"]["scaleDown"]["delayAfterAdd"] == "10m" and ca["spec"]["resourceLimits"]["maxNodesTotal"] == 24
     ma = get(kube, "autoscaling.openshift.io/v1beta1", "MachineAutoscaler", "%s-a10g" % instance, "openshift-machine-api")
     assert ma["spec"] == {"minReplicas": 0, "maxReplicas": 4, "scaleTargetRef": {

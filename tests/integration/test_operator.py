@@ -9,7 +9,7 @@ import uuid
 
 import pytest
 
-from helpers import ROOT, isolated_policies, play_profile_controller, wait_for
+from helpers import ROOT, isolated_policies, play_profile_controller, profile_controller, wait_for
 
 sys.path[:0] = [str(ROOT / "operator"), str(ROOT / "operator" / "hack")]
 
@@ -207,7 +207,9 @@ def test_a_spec_the_role_refuses_gets_degraded(platform, kube, control_plane):
 def test_deleting_the_cr_removes_everything_it_created(platform, kube, control_plane):
     name = platform["name"]
     control_plane.kubectl("delete", "kubeflow", name, "-n", NS, "--wait=false")
-    wait_for(lambda: _kubeflow(kube, name) is None, 600, interval=1, what="the CR gone (finalizer removed)")
+    # the profile controller runs, as on a cluster: the uninstall waits for it to release the Profiles
+    with profile_controller(control_plane, {"kfocp-test": name}, kube=kube):
+        wait_for(lambda: _kubeflow(kube, name) is None, 600, interval=1, what="the CR gone (finalizer removed)")
     left = []
     selector = "kfocp.io/instance=%s" % name
     for (api_version, kind), res in kube.resources(refresh=True).items():

@@ -6,6 +6,7 @@ proxy), so helpers.play_profile_controller writes what it would write between tw
 import json
 import time
 
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.profiles import profile_name
 from helpers import in_background, isolated_policies, play_profile_controller
 
 PROFILE_API = ("kubeflow.org/v1", "Profile")
@@ -151,3 +152,41 @@ def test_namespace_wait_applies_access_once_the_controller_made_them_or_names_th
     assert "the profile controller has not created the namespaces of 1 profile(s) after 4s: %s" % late \
         in " ".join(failed.stdout.split()), failed.stdout[-3000:]
     assert late in profiles_of(kube)
+
+
+def test_someone_elses_namespace_and_an_owner_change_are_refused_before_any_write(playbook, kube, control_plane,
+                                                                                  instance):
+    mine, project = instance + "-mine", instance + "-project"
+    apply_objects(control_plane, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": project}})
+    base = dict(isolated_policies(instance), kfocp_instance=instance)
+
+    # an OpenShift project with no owner: the controller would refuse the profile, so kfocp does first
+    taken = playbook("profiles", dict(base, profiles_list=[{"name": project, "owner": {"user": "alice"}}]))
+    assert taken.rc != 0
+    assert "profiles_list[0].name: namespace '%s' already exists and is not alice's (owner annotation: none)" \
+        % project in " ".join(taken.stdout.split()), taken.stdout[-3000:]
+    assert project not in profiles_of(kube)
+
+    # an owner change: refused, naming the field; the Profile and its namespace keep alice
+    declared = dict(base, profiles_list=[{"name": mine, "owner": {"user": "alice"}}])
+    assert playbook("profiles", declared).rc == 0
+    assert play_profile_controller(control_plane, [mine], {"kfocp-test": instance}) == [mine]
+    moved = playbook("profiles", dict(base, profiles_list=[{"name": mine, "owner": {"user": "carol"}}]))
+    assert moved.rc != 0
+    assert "profiles_list[0].owner: profile '%s' is owned by User 'alice'; the profile controller never moves a " \
+        "namespace to a new owner" % mine in " ".join(moved.stdout.split()), moved.stdout[-3000:]
+    assert profiles_of(kube)[mine]["spec"]["owner"]["name"] == "alice"
+    assert kube.get(kube.resource("v1", "Namespace"), mine)["metadata"]["annotations"]["owner"] == "alice"
+
+
+def test_an_automatic_profile_avoids_an_existing_project(playbook, kube, control_plane, instance):
+    victor = instance + "-victor"
+    apply_objects(control_plane, user(victor, "corp-%s:victor" % instance),
+                  {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": victor}})
+    extra = dict(isolated_policies(instance), kfocp_instance=instance, profiles_auto_from_users=True,
+                 profiles_auto_provider="corp-" + instance)
+    result = playbook("profiles", extra)
+    assert result.rc == 0, result.stdout[-3000:]
+    mine = [p for p in profiles_of(kube).values() if p["spec"]["owner"]["name"] == victor]
+    assert [p["metadata"]["name"] for p in mine] == [profile_name(victor, (victor,))]
+    assert play_profile_controller(control_plane, [mine[0]["metadata"]["name"]], {"kfocp-test": instance})

@@ -14,12 +14,14 @@ import uuid
 import pytest
 
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import Client, KubeError
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import profiles
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.engine import Engine
 from helpers import (components_only, isolated_policies, list_or_none, listable_kinds, play_kfam_add_contributor,
-                     play_profile_controller, run_playbook,
+                     play_profile_controller, profile_controller, run_playbook,
                      subject_access_review, wait_for)
 
 PROFILE = ("kubeflow.org/v1", "Profile")
+RESERVED = profiles.RESERVED
 QUOTA = {"cpu": "8", "memory": "32Gi", "requests.nvidia.com/gpu": "1", "persistentvolumeclaims": "10",
          "requests.storage": "100Gi"}
 RB = ("rbac.authorization.k8s.io/v1", "RoleBinding")
@@ -90,6 +92,8 @@ def tenants(control_plane, kube, tmp_path_factory):
     team, plain, own = instance + "-team", instance + "-plain", instance + "-own"
     settings = dict(isolated_policies(instance), kfocp_instance=instance, kfocp_profile_self_service_enabled=True,
                     profile_self_service_group=group, profile_self_service_max_quota=QUOTA,
+                    profile_self_service_name_prefix=instance + "-",
+                    profiles_reserved_names=list(RESERVED) + [instance + "-kube-*"],
                     profiles_quota_default=QUOTA,
                     profiles_list=[
                         {"name": team, "owner": {"user": names["alice"]},
@@ -105,6 +109,7 @@ def tenants(control_plane, kube, tmp_path_factory):
 
     scenario["run"] = run
     scenario["client"] = lambda user, *groups: user_client(control_plane, work, user, *groups)
+    controller = None
     try:
         roles = run("components", components_only(instance, "kubeflow-roles"))
         assert roles.rc == 0, roles.stdout[-3000:]
@@ -115,6 +120,9 @@ def tenants(control_plane, kube, tmp_path_factory):
         create(alice, profile(own, names["alice"], dict(QUOTA, cpu="2")))
         assert sorted(play_profile_controller(control_plane, [team, plain, own], {"kfocp-test": instance})) == \
             sorted([team, plain, own])
+        # from now on it runs, as on a cluster: it releases the Profiles that are deleted
+        controller = profile_controller(control_plane, {"kfocp-test": instance}, kube=kube, only={team, plain, own})
+        controller.__enter__()
         # the owner shares her namespaces herself (the RoleBinding with her own credentials), dave
         # before kfocp gives him the same access from the inventory
         shared = {}
@@ -129,6 +137,8 @@ def tenants(control_plane, kube, tmp_path_factory):
     finally:
         kube.request("DELETE", kube.path(kube.resource(*PROFILE), name=own), allow=(404,))
         Engine(kube, instance=instance).delete_all(wait=True)
+        if controller is not None:
+            controller.__exit__(None, None, None)
 
 
 def test_creator_stranger_and_admin(tenants, kube):
@@ -173,6 +183,31 @@ def test_creator_stranger_and_admin(tenants, kube):
     finally:
         res = kube.resource(*PROFILE)
         for name in (mine, theirs, admins, other):
+            kube.request("DELETE", kube.path(res, name=name), allow=(404,))
+
+
+def test_creators_are_confined_to_their_prefix_outside_reserved_names_and_kfocp_labels(tenants, kube):
+    instance, group, client = tenants["instance"], tenants["group"], tenants["client"]
+    alice = client(tenants["alice"], group)
+    me = tenants["alice"]
+    try:
+        # system and platform names, and the names automatic profiles take, are outside the prefix
+        for name in ("kube-system", "default", "openshift-config", "victor", "victor-2bd806", "user-victor-2bd806"):
+            message = refused(create, alice, profile(name, me))
+            assert "may only create profiles whose name starts with \"%s-\"" % instance in message, message
+        # a reserved name inside the prefix
+        message = refused(create, alice, profile(instance + "-kube-x", me))
+        assert "the name %s-kube-x is a reserved namespace" % instance in message, message
+        # kfocp's own labels and annotations: such a profile could not be deleted by its owner
+        for meta in ({"labels": {"app.kubernetes.io/managed-by": "kfocp"}},
+                     {"labels": {"kfocp.io/instance": instance}},
+                     {"annotations": {"kfocp.io/user": me}}):
+            body = profile(instance + "-marked", me)
+            body["metadata"].update(meta)
+            assert "may not carry kfocp's labels or annotations" in refused(create, alice, body)
+    finally:
+        res = kube.resource(*PROFILE)
+        for name in (instance + "-kube-x", instance + "-marked"):
             kube.request("DELETE", kube.path(res, name=name), allow=(404,))
 
 
@@ -334,3 +369,25 @@ def test_deleting_profiles_leaves_nothing_behind(tenants, kube):
     # the scan does see what kfocp made for the profile that stays
     assert ("LimitRange", "%s/kfocp-limits" % plain, plain) in found
     assert ("Profile", "/" + plain, plain) in found
+
+
+def test_an_odd_group_name_is_data_and_a_bad_one_is_refused_before_any_change(tenants, kube):
+    instance, client, run = tenants["instance"], tenants["client"], tenants["run"]
+    odd = "ålice\\team-" + instance  # a backslash and a non-ASCII letter: valid for OpenShift
+    settings = dict(tenants["settings"], profile_self_service_group=odd, profiles_list=[])
+    applied = run("profiles", settings)
+    assert applied.rc == 0, applied.stdout[-3000:]
+    member = client(tenants["bob"], odd)
+    message = refused(create, member, profile(instance + "-odd", tenants["carol"]))
+    assert "members of %s may only create profiles they own" % odd in message, message
+    policy = kube.get(kube.resource("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy"),
+                      "kfocp-profile-owner")
+    assert odd not in json.dumps(policy["spec"], ensure_ascii=False)
+
+    before = policy["metadata"]["resourceVersion"]
+    bad = run("profiles", dict(settings, profile_self_service_group="corp:" + instance))
+    assert bad.rc != 0
+    assert "profile_self_service_group: 'corp:%s' is not a valid OpenShift Group name" % instance \
+        in " ".join(bad.stdout.split()), bad.stdout[-3000:]
+    assert kube.get(kube.resource("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy"),
+                    "kfocp-profile-owner")["metadata"]["resourceVersion"] == before

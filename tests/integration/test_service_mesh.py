@@ -219,3 +219,24 @@ def test_migrate_refuses_a_control_plane_that_is_not_on_2_6(playbook, kube, inst
     assert "is on version v2.5, not v2.6: upgrade it to v2.6 first" in result.stdout
     assert get(kube, "sailoperator.io/v1", "Istio", "default") is None
     assert playbook("uninstall", {"kfocp_instance": instance}).rc == 0
+
+
+def test_a_stale_ready_is_not_taken_for_ready(playbook, kube, instance):
+    ensure_namespace(kube, "openshift-operators")
+    play_olm_csv_succeeded(kube, "openshift-operators", "servicemeshoperator")
+    extra = mesh_vars(instance, service_mesh_ready_timeout=4)
+    ready = in_background(play_mesh_ready, kube, "maistra.io/v2", "ServiceMeshControlPlane", "kubeflow", instance, 120)
+    first = playbook(ROLES, extra)
+    ready.join()
+    assert first.rc == 0, first.stdout[-3000:]
+    # the spec changes and the operator has not acted on it yet: its Ready is for the old generation
+    changed = playbook(ROLES, dict(extra, service_mesh_gateway={"replicas": 3}))
+    smcp = get(kube, "maistra.io/v2", "ServiceMeshControlPlane", "kubeflow", instance)
+    assert smcp["metadata"]["generation"] > smcp["status"]["observedGeneration"]
+    assert changed.rc != 0
+    assert "did not report Ready for generation %d" % smcp["metadata"]["generation"] in " ".join(changed.stdout.split())
+    # once the operator reports this generation, the run goes through
+    play_mesh_ready(kube, "maistra.io/v2", "ServiceMeshControlPlane", "kubeflow", instance, 5)
+    again = playbook(ROLES, dict(extra, service_mesh_gateway={"replicas": 3}))
+    assert again.rc == 0, again.stdout[-3000:]
+    playbook(ROLES, dict(extra, service_mesh_state="absent"))

@@ -33,7 +33,8 @@ from ansible_collections.kfocp.kubeflow.plugins.module_utils import objects as o
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import Client, KubeError
 from cluster import ControlPlane
 from helpers import (ROOT, PlayOperators, ensure_namespace, in_background, labelled_objects,
-                     play_installer_worker_machineset, play_profile_controller, play_pvc_protection, run_playbook,
+                     play_installer_worker_machineset, play_profile_controller, play_pvc_protection, profile_controller,
+                     run_playbook,
                      wait_for)
 
 sys.path[:0] = [str(ROOT / "operator"), str(ROOT / "operator" / "hack")]
@@ -271,7 +272,8 @@ def lifecycle(world, role_rules, label):
     stop = threading.Event()
     in_background(play_pvc_protection, kube, stop)
     try:
-        with PlayOperators(kube):
+        # the profile controller runs too, as on a cluster: the uninstall waits for it to release the Profiles
+        with PlayOperators(kube), profile_controller(plane, kube=kube):
             try:
                 operator.start(timeout=60, detach=True)
             except RuntimeError as err:

@@ -20,7 +20,7 @@ import uuid
 import pytest
 
 from ansible_collections.kfocp.kubeflow.plugins.module_utils import objects as o
-from helpers import ROOT, labelled_objects, play_profile_controller, roles_off_except, wait_for
+from helpers import ROOT, labelled_objects, play_profile_controller, profile_controller, roles_off_except, wait_for
 
 sys.path[:0] = [str(ROOT / "operator"), str(ROOT / "operator" / "hack")]
 
@@ -32,6 +32,14 @@ FINALIZER = "kfocp.io/uninstall"
 # The roles of site.yml that need nothing but the API server, in their order: scc grants, a
 # declared Profile, the self-service admission policy, the profile namespaces' policies.
 ON = ("scc", "profiles", "profile_self_service", "namespace_policies")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def running_profile_controller(control_plane, kube):
+    """Kubeflow's profile controller runs throughout, as on a cluster: the uninstalls wait for it
+    to release the Profiles."""
+    with profile_controller(control_plane, kube=kube):
+        yield
 
 
 @pytest.fixture(scope="module")
@@ -101,6 +109,8 @@ def _state(kube, name):
     objs = {}
     for key, obj in labelled_objects(kube, name).items():
         obj = o.strip(obj)
+        for ref in obj["metadata"].get("ownerReferences") or []:  # a recreated owner (a Profile) has a new uid
+            ref.pop("uid", None)
         if key[1] == "Service":  # allocated by the API server on each creation
             for field in ("clusterIP", "clusterIPs"):
                 obj["spec"].pop(field, None)

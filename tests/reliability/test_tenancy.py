@@ -8,7 +8,7 @@ owner (played by tests.helpers.play_profile_controller), and the contributor Rol
 profiles role makes. Each question is asked as a SubjectAccessReview (spec.user, spec.groups) and
 some also as real requests with that user's own client certificate.
 """
-from helpers import ROOT, components_only, play_profile_controller, subject_access_review, wait_for
+from helpers import ROOT, components_only, play_profile_controller, profile_controller, subject_access_review, wait_for
 
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import Client, KubeError
 
@@ -125,6 +125,7 @@ def test_profile_access_matches_the_roles(playbook, kube, control_plane, instanc
         made = kube.get(kube.resource("v1", "ConfigMap"), "tenancy-probe", theirs)
         assert made["data"] == {"a": "b"}
     finally:
-        removed = playbook("uninstall", {"kfocp_instance": instance})
+        with profile_controller(control_plane, kube=kube):  # it releases the Profiles the uninstall deletes
+            removed = playbook("uninstall", {"kfocp_instance": instance})
         kube.request("DELETE", kube.path(groups, None, team), allow=(404,))
     assert removed.rc == 0, removed.stdout[-3000:]

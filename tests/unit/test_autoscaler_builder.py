@@ -84,3 +84,20 @@ def test_watermark_is_off_by_default_and_complete_when_on():
     assert on[1]["value"] == -5 and on[1]["preemptionPolicy"] == "Never"
     with pytest.raises(DefinitionError, match=r"autoscaler_watermark.percentage: must be a whole number from 1 to 100"):
         autoscaler.watermark({"namespace": "pns", "percentage": 0})
+
+
+def test_gpu_limits_are_derived_from_the_gpu_machinesets_accelerators():
+    spec = dict((k, v) for k, v in CLUSTER.items() if k != "gpus")
+    ca = [o for o in autoscaler.objects({"cluster_autoscaler": spec, "accelerators": ["nvidia-a10g", "", "nvidia-a10g",
+                                                                                      "nvidia-a100"], "gpu_max": 8})
+          if o["kind"] == "ClusterAutoscaler"][0]
+    assert ca["spec"]["resourceLimits"]["gpus"] == [{"type": "nvidia-a10g", "min": 0, "max": 8},
+                                                    {"type": "nvidia-a100", "min": 0, "max": 8}]
+
+
+def test_a_gpu_type_that_is_no_accelerator_of_the_machinesets_names_the_field():
+    with pytest.raises(DefinitionError, match=r"autoscaler_cluster.gpus\[0\].type: 'nvidia.com/gpu' is no accelerator "
+                                              r"of the GPU MachineSets \(nvidia-a10g\)"):
+        autoscaler.objects({"cluster_autoscaler": CLUSTER, "accelerators": ["nvidia-a10g"]})
+    # without GPU MachineSets there is nothing to compare with
+    assert autoscaler.objects({"cluster_autoscaler": CLUSTER, "accelerators": []})

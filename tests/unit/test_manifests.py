@@ -655,3 +655,17 @@ def test_a_git_source_cannot_run_a_program(tmp_path, url, ref, field):
     with pytest.raises(SourceError, match=field):
         fetch_git(url, ref, str(tmp_path / "tree"), timeout=10)
     assert not Path("/tmp/kfocp-pwned").exists()
+
+
+def test_a_revision_goes_in_the_profile_controllers_namespace_labels_file():
+    import yaml
+    labels_file = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "namespace-labels-data-h8k2", "namespace": "kubeflow"},
+                   "data": {"namespace-labels.yaml": "app.kubernetes.io/part-of: kubeflow-profile\n"
+                                                     "pipelines.kubeflow.org/enabled: 'true'\n"}}
+    other = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": "kubeflow"}, "data": {"a": "b"}}
+    out = m.profile_namespace_labels([labels_file, other], "r1-26")
+    assert yaml.safe_load(out[0]["data"]["namespace-labels.yaml"]) == {
+        "app.kubernetes.io/part-of": "kubeflow-profile", "pipelines.kubeflow.org/enabled": "true",
+        "istio-injection": "", "istio.io/rev": "r1-26"}  # the empty value makes the controller remove it
+    assert out[1] == other and labels_file["data"]["namespace-labels.yaml"].count("\n") == 2  # not changed in place
+    assert m.profile_namespace_labels([labels_file], "") == [labels_file]

@@ -113,6 +113,7 @@ def test_check_unique_names_both_positions():
 @pytest.mark.parametrize("kind, phase", [
     ("CustomResourceDefinition", o.PHASE_CRD), ("Namespace", o.PHASE_NAMESPACE), ("ConfigMap", o.PHASE_MAIN),
     ("ValidatingWebhookConfiguration", o.PHASE_LAST), ("MutatingWebhookConfiguration", o.PHASE_LAST),
+    ("ValidatingAdmissionPolicy", o.PHASE_LAST), ("ValidatingAdmissionPolicyBinding", o.PHASE_BINDING),
 ])
 def test_phase(kind, phase):
     assert o.phase(kind) == phase

@@ -152,3 +152,82 @@ def test_duplicate_profile_is_rejected():
 def test_bad_default_quota_names_the_variable():
     with pytest.raises(DefinitionError, match=r"profiles_quota_default\.memory: '1 GB' is not a valid quantity"):
         profiles.objects({"profiles_quota_default": {"memory": "1 GB"}, "profiles_list": []})
+
+
+def namespace(name, owner=None):
+    return {"metadata": {"name": name, "annotations": {"owner": owner} if owner else {}}}
+
+
+@pytest.mark.parametrize("name", ["kube-system", "default", "kfocp-system", "istio-system", "openshift-config",
+                                  "openshift", "kubeflow"])
+def test_declared_profiles_never_take_a_reserved_namespace(name):
+    settings = {"profiles_list": [{"name": name, "owner": {"user": "alice"}}]}
+    with pytest.raises(DefinitionError, match=r"profiles_list\[0\]\.name: '%s' is a reserved namespace" % name):
+        profiles.objects(settings)
+
+
+def test_the_reserved_list_is_configurable():
+    settings = {"profiles_list": [{"name": "kubeflow", "owner": {"user": "alice"}}],
+                "profiles_reserved_names": ["kube-*", "corp-*"]}
+    assert by_kind(profiles.objects(settings), "Profile")
+    with pytest.raises(DefinitionError, match="corp-"):
+        profiles.objects(dict(settings, profiles_list=[{"name": "corp-x", "owner": {"user": "a"}}]))
+
+
+@pytest.mark.parametrize("owner, message", [
+    (None, "owner annotation: none"),   # an OpenShift project someone made
+    ("bob", "owner annotation: bob"),   # another user's
+])
+def test_a_declared_profile_in_someone_elses_namespace_is_refused_before_any_write(owner, message):
+    settings = {"profiles_list": [{"name": "team-a", "owner": {"user": "alice"}}]}
+    with pytest.raises(DefinitionError, match=r"profiles_list\[0\]\.name: namespace 'team-a' already exists "
+                                              r"and is not alice's \(%s\)" % message):
+        profiles.plan(settings, namespaces=[namespace("team-a", owner)])
+    # the owner's own namespace (the controller made it) is fine
+    assert profiles.plan(settings, namespaces=[namespace("team-a", "alice")])[0]["name"] == "team-a"
+
+
+def test_an_owner_change_is_refused_with_a_message():
+    settings = {"kfocp_instance": "k", "profiles_list": [{"name": "team-a", "owner": {"user": "carol"}}]}
+    live = [{"metadata": {"name": "team-a", "labels": {"app.kubernetes.io/managed-by": "kfocp", "kfocp.io/instance": "k"}},
+             "spec": {"owner": {"kind": "User", "name": "alice"}}}]
+    with pytest.raises(DefinitionError, match=r"profiles_list\[0\]\.owner: profile 'team-a' is owned by User 'alice'; "
+                                              r"the profile controller never moves a namespace to a new owner"):
+        profiles.plan(settings, profiles=live, namespaces=[namespace("team-a", "alice")])
+
+
+def test_automatic_names_avoid_other_peoples_namespaces_and_take_the_prefix():
+    settings = {"profiles_auto_from_users": True}
+    users = [user("victor", "p:v"), user("wendy", "p:w"), user("xavier", "p:x")]
+    names = {p["owner"][1]: p["name"] for p in profiles.plan(
+        settings, users, namespaces=[namespace("victor"), namespace("wendy", "wendy"), namespace("xavier", "bob")])}
+    assert names["victor"] == profiles.profile_name("victor", ("victor",))  # a project named victor exists
+    assert names["wendy"] == "wendy"                                       # her own namespace
+    assert names["xavier"] != "xavier"
+    prefixed = {p["owner"][1]: p["name"] for p in profiles.plan(dict(settings, profiles_name_prefix="u-"), users)}
+    assert prefixed == {"victor": "u-victor", "wendy": "u-wendy", "xavier": "u-xavier"}
+    with pytest.raises(DefinitionError, match="profiles_name_prefix: 'U_' is not a name prefix"):
+        profiles.plan(dict(settings, profiles_name_prefix="U_"), users)
+
+
+def test_automatic_names_never_take_the_self_service_prefix():
+    settings = {"profiles_auto_from_users": True, "profiles_self_service_prefix": "my-"}
+    (planned,) = profiles.plan(settings, [user("my-victor", "p:v")])
+    assert not planned["name"].startswith("my-")
+
+
+def test_one_users_collision_is_reported_and_skipped_and_the_others_get_theirs():
+    victor = "victor"
+    digest = __import__("hashlib").sha256(b"victor").hexdigest()
+    # a creator took every name the automatic scheme could give victor
+    candidates = ["victor", "victor-" + digest[:6], "user-victor-" + digest[:6], "user-victor-" + digest[:17]]
+    foreign = [{"metadata": {"name": n, "labels": {}}, "spec": {"owner": {"kind": "User", "name": "mallory"}}}
+               for n in candidates]
+    settings = {"profiles_auto_from_users": True}
+    users = [user(victor, "p:v"), user("wendy", "p:w")]
+    with pytest.raises(DefinitionError, match="no free profile name for 'victor'"):
+        profiles.plan(settings, users, profiles=foreign)
+    skipped = []
+    names = [p["name"] for p in profiles.plan(settings, users, profiles=foreign, skipped=skipped)]
+    assert names == ["wendy"]
+    assert skipped[0]["user"] == "victor" and "no free profile name for 'victor'" in skipped[0]["message"]

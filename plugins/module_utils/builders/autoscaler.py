@@ -99,6 +99,18 @@ def targets(machinesets, min_replicas=0, max_replicas=1):
     return out
 
 
+def gpu_limits(accelerators, max_gpus=16):
+    """The ClusterAutoscaler's gpus limits, [{type, min: 0, max}] per accelerator of the GPU
+    MachineSets. The autoscaler counts GPUs by the node label cluster-api/accelerator, which the
+    gpu role sets to each gpu_machinesets entry's `accelerator`: a type that is not such a value
+    limits nothing."""
+    types = []
+    for accelerator in accelerators or []:
+        if accelerator and accelerator not in types:
+            types.append(accelerator)
+    return [{"type": accelerator, "min": 0, "max": max_gpus} for accelerator in types]
+
+
 def machine_autoscalers(entries, field="autoscaler_machinesets"):
     out = []
     for where, entry in named_entries(entries, field, "{name, min_replicas, max_replicas}",
@@ -161,15 +173,32 @@ def watermark(spec, field="autoscaler_watermark"):
     return [namespace(ns), pclass, watermark]
 
 
+def _check_gpu_types(ca, accelerators):
+    """Every GPU type of the limits must be an accelerator of the GPU MachineSets, when there are
+    any: the autoscaler counts GPUs by the node label cluster-api/accelerator."""
+    known = [a for a in accelerators if a]
+    for index, limit in enumerate(ca["spec"]["resourceLimits"].get("gpus") or []):
+        require(not known or limit["type"] in known, "autoscaler_cluster.gpus[%d].type" % index,
+                "%r is no accelerator of the GPU MachineSets (%s): the cluster autoscaler counts GPUs by the node "
+                "label cluster-api/accelerator, so this limit would count none" % (limit["type"], ", ".join(known)),
+                "Use the accelerator of gpu_machinesets, or leave gpus out to derive them")
+
+
 def objects(params):
     """The autoscaler role's whole desired state. `params`: cluster_autoscaler (settings or None
-    to leave it out), machinesets, priority_classes, watermark {enabled, ...}."""
+    to leave it out), machinesets, priority_classes, watermark {enabled, ...}, accelerators (those
+    of the GPU MachineSets: the GPU limits' types must be among them, and without `gpus` in
+    cluster_autoscaler there is one limit of at most gpu_max per accelerator)."""
     out = []
     wm = params.get("watermark") or {}
     if wm.get("enabled"):
         out.extend(watermark(wm))
     out.extend(priority_classes(params.get("priority_classes") or []))
     if params.get("cluster_autoscaler") is not None:
-        out.append(cluster_autoscaler(params["cluster_autoscaler"]))
+        spec = params["cluster_autoscaler"]
+        if isinstance(spec, dict) and "gpus" not in spec:  # derived from the GPU MachineSets
+            spec = dict(spec, gpus=gpu_limits(params.get("accelerators"), params.get("gpu_max", 16)))
+        out.append(cluster_autoscaler(spec))
+        _check_gpu_types(out[-1], params.get("accelerators") or [])
     out.extend(machine_autoscalers(params.get("machinesets") or []))
     return out

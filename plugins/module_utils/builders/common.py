@@ -155,3 +155,21 @@ def plain(value):
     if isinstance(value, str):
         return str(value)
     return value
+
+
+def group_name(value, field, system=False):
+    """A name OpenShift accepts for a Group (a path segment: not '.', '..' or '~', no '/', '%' or
+    ':'; no surrounding or control whitespace). With `system`, also the API server's own system:*
+    groups (system:masters), which are no Group objects."""
+    require(isinstance(value, str) and value, field, "must be a non-empty group name", "Give the group's name")
+    if system and value.startswith("system:") and len(value) > 7 and not re.search(r"[\s/%]", value):
+        return value
+    bad = [why for test, why in ((value in (".", "..", "~"), "may not be %r" % value),
+                                 (any(c in value for c in "/%"), "may not contain '/' or '%'"),
+                                 (":" in value, "may not contain ':'"),
+                                 (value.strip() != value or re.search(r"[\x00-\x1f\x7f]", value),
+                                  "may not have surrounding whitespace or control characters"),
+                                 (len(value) > 253, "is longer than 253 characters")) if test]
+    require(not bad, field, "%r is not a valid OpenShift Group name: %s" % (value, "; ".join(bad)),
+            "Use the group's name as `oc get groups` shows it")
+    return value

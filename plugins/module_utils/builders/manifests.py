@@ -796,6 +796,31 @@ def ownership_policy(objs, take_over=()):
 
 # ---------------------------------------------------------------- the whole pipeline
 
+PROFILE_LABELS_FILE = "namespace-labels.yaml"
+
+
+def profile_namespace_labels(objs, revision):
+    """The profile controller's namespace-labels file (the ConfigMap holding namespace-labels.yaml)
+    with the injection labels of a revision-based mesh: istio.io/rev=<revision>, and
+    istio-injection given the empty value, which makes the controller remove the
+    istio-injection=enabled it puts on every profile namespace (that label would win over the
+    revision). The controller only adds missing labels, so these belong in its file, not in a
+    patch of the namespaces. Without a revision the objects are returned unchanged."""
+    if not revision:
+        return objs
+    import yaml  # PyYAML comes with Ansible; the labels file is YAML inside a ConfigMap value
+    out = []
+    for obj in objs:
+        data = obj.get("data") or {}
+        if obj.get("kind") == "ConfigMap" and PROFILE_LABELS_FILE in data:
+            obj = copy.deepcopy(obj)
+            labels = yaml.safe_load(data[PROFILE_LABELS_FILE] or "") or {}
+            labels.update({"istio-injection": "", "istio.io/rev": revision})
+            obj["data"][PROFILE_LABELS_FILE] = yaml.safe_dump(labels, default_flow_style=False, sort_keys=True)
+        out.append(obj)
+    return out
+
+
 def platform_namespaces(objs, injection=None):
     """Replace rendered Namespace objects by platform namespaces (created when missing, kept until
     uninstall) and add one for every namespace that a rendered object lives in. `injection` maps
@@ -856,6 +881,7 @@ def assemble(rendered, options):
                                tuple(sidecar.get("authservice") or ("authservice",)), tuple(sidecar.get("exclude") or ()))
         labels = {"istio.io/rev": sidecar["revision"]} if sidecar.get("revision") else {"istio-injection": "enabled"}
         injection = dict((name, labels) for name in injected)
+        objs = profile_namespace_labels(objs, sidecar.get("revision") or "")
     if options.get("mirror") is not None:
         mirror = options["mirror"]
         objs, result["mirror"], result["unmatched_images"], result["mirror_warnings"] = mirror_images(

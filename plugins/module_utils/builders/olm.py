@@ -29,6 +29,10 @@ def normalise(operator, field):
     out["approval"] = out.get("approval") or "Automatic"
     require(out["approval"] in APPROVALS, field + ".approval", "%r is not an install plan approval" % out["approval"],
             "Use Automatic or Manual")
+    approve = out.get("approve_install_plan", False)
+    require(isinstance(approve, bool), field + ".approve_install_plan", "must be true or false",
+            "true lets kfocp approve the Manual InstallPlan OLM makes for this operator")
+    out["approve_install_plan"] = approve
     out["operator_group"] = out.get("operator_group", True) is not False
     targets = out.get("target_namespaces")
     require(targets is None or isinstance(targets, list), field + ".target_namespaces", "must be a list",
@@ -64,6 +68,10 @@ def objects(operators, field):
 
 
 def waits(operators, field):
-    """What to wait for: [{namespace, package, selector}] of each operator's CSV."""
-    return [{"namespace": op["namespace"], "package": op["package"], "selector": csv_selector(op)}
-            for op in (normalise(o, "%s[%d]" % (field, i)) for i, o in enumerate(operators or []))]
+    """What to wait for: [{namespace, package, selector, manual, approve, field}] of each operator's
+    CSV; `manual` when its InstallPlans wait for an approval, `approve` when the inventory lets
+    kfocp give it (approve_install_plan: true)."""
+    return [{"namespace": op["namespace"], "package": op["package"], "selector": csv_selector(op),
+             "manual": op["approval"] == "Manual", "approve": op["approve_install_plan"],
+             "field": "%s[%d]" % (field, i)}
+            for i, op in enumerate(normalise(o, "%s[%d]" % (field, i)) for i, o in enumerate(operators or []))]

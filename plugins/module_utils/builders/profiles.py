@@ -24,7 +24,7 @@ import hashlib
 import re
 
 from ansible_collections.kfocp.kubeflow.plugins.module_utils import objects as o
-from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.common import quantity, require, role_binding
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.common import group_name, quantity, require, role_binding
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.common import plain
 
 PROFILE_API = "kubeflow.org/v1"
@@ -34,9 +34,11 @@ ROLES = {"admin": "kubeflow-admin", "edit": "kubeflow-edit", "view": "kubeflow-v
 CONTRIBUTOR_ROLES = ("edit", "view")
 SOURCE = "kfocp.io/profile-source"
 USER_ANNOTATION = "kfocp.io/user"
-# Names an automatic profile never takes: they are platform namespaces.
-RESERVED = ("default", "kube-*", "openshift", "openshift-*", "kubeflow", "kubeflow-*", "istio-system",
-            "knative-*", "kfocp-*")
+# Names no profile takes, declared, automatic or self-service: system and platform namespaces
+# (OpenShift's, the mesh's, Kubeflow's, the operators' and kfocp's own).
+RESERVED = ("default", "kube-*", "openshift*", "kubeflow", "kubeflow-*", "istio-*", "knative-*", "kfocp-*",
+            "cert-manager", "oauth2-proxy", "auth", "nvidia-gpu-operator")
+_PREFIX = re.compile(r"^([a-z0-9][-a-z0-9]{0,29})?$")
 _NOT_NAME = re.compile(r"[^a-z0-9-]+")
 _NOT_BINDING = re.compile(r"[^a-z0-9]+")
 
@@ -47,6 +49,8 @@ DEFAULTS = {
     "profiles_auto_provider": "",
     "profiles_auto_exclude": [],
     "profiles_reserved_names": list(RESERVED),
+    "profiles_name_prefix": "",
+    "profiles_self_service_prefix": "",
     "profiles_group_owner_role": "edit",
     "profiles_userid_header": "kubeflow-userid",
     "profiles_userid_prefix": "",
@@ -62,9 +66,10 @@ def _setting(settings, key):
 
 # ------------------------------------------------------------------ names
 
-def profile_name(username, taken=()):
-    """The profile (and namespace) name for a user name: lower case, every run of characters
-    other than letters, digits and '-' made one '-', at most 63 characters.
+def profile_name(username, taken=(), prefix=""):
+    """The profile (and namespace) name for a user name: `prefix`, then the user name in lower
+    case, every run of characters other than letters, digits and '-' made one '-', at most 63
+    characters.
 
     A user name that is already a valid, free name is used as it is. Any other (one that lost
     characters on the way, or whose name is taken or reserved) gets '-' and six hex digits of the
@@ -75,7 +80,8 @@ def profile_name(username, taken=()):
             "Give the user's name")
     base = _NOT_NAME.sub("-", username.lower()).strip("-")
     base = re.sub(r"-{2,}", "-", base) or "user"
-    lossless = base == username and len(base) <= 63
+    lossless = base == username and len(prefix + base) <= 63
+    base = prefix + base
     digest = hashlib.sha256(username.encode("utf-8")).hexdigest()
     candidates = ([base] if lossless else []) + ["%s-%s" % (base[:56].rstrip("-"), digest[:6]),
                                                  "user-%s-%s" % (base[:51].rstrip("-"), digest[:6]),
@@ -113,6 +119,8 @@ def _subject(value, field, allow_both=False):
     name = user or group
     require(isinstance(name, str) and name.strip() == name and name, field + (".user" if user else ".group"),
             "%r is not a valid name" % (name,), "Give the name as OpenShift shows it, without spaces around it")
+    if group:
+        group_name(name, field + ".group")
     return ("User" if user else "Group"), name
 
 
@@ -192,34 +200,97 @@ def _ours(obj, instance):
     return o.owned_by(obj, instance)
 
 
-def plan(settings, users=(), groups=(), profiles=()):
-    """Every desired profile as {name, owner: (kind, name), contributors, hard, source}."""
+def reserved(name, settings):
+    """The pattern of profiles_reserved_names that `name` matches, or None."""
+    patterns = _setting(settings, "profiles_reserved_names")
+    require(isinstance(patterns, list) and all(isinstance(p, str) and p for p in patterns), "profiles_reserved_names",
+            "must be a list of names or patterns", "For example [default, kube-*, openshift*, kubeflow]")
+    return next((pattern for pattern in patterns if fnmatch.fnmatchcase(name, pattern)), None)
+
+
+def _prefix(settings, key):
+    value = _setting(settings, key)
+    require(isinstance(value, str) and _PREFIX.match(value), key, "%r is not a name prefix" % (value,),
+            "Use at most 30 lower-case letters, digits and '-', starting with a letter or digit (e.g. 'u-')")
+    return value
+
+
+def _namespace_owners(namespaces):
+    """{name: the namespace's owner annotation, or None} of the live namespaces."""
+    return dict((n["metadata"]["name"], (n["metadata"].get("annotations") or {}).get("owner"))
+                for n in plain(namespaces) or ())
+
+
+def _check_declared(profile, where, settings, owners, live):
+    """A declared profile must not take a reserved name, someone else's namespace, or change the
+    owner of a profile the controller has made: the controller would refuse it."""
+    name, owner = profile["name"], profile["owner"][1]
+    pattern = reserved(name, settings)
+    require(pattern is None, where + ".name", "%r is a reserved namespace (profiles_reserved_names: %s)"
+            % (name, pattern), "Choose another name: system and platform namespaces never hold a profile")
+    current = ((live.get(name) or {}).get("spec") or {}).get("owner") or {}
+    if current and current.get("name") != owner:
+        require(False, where + ".owner", "profile %r is owned by %s %r; the profile controller never moves a "
+                "namespace to a new owner (the old owner would keep namespaceAdmin)"
+                % (name, current.get("kind", "User"), current.get("name")),
+                "Keep the owner and add the new one as a contributor, or remove the profile (kfocp_profiles_prune: "
+                "true) and declare it again under another name")
+    if name in owners and owners[name] != owner:
+        require(False, where + ".name", "namespace %r already exists and is not %s's (owner annotation: %s): the "
+                "profile controller would refuse the profile" % (name, owner, owners[name] or "none"),
+                "Choose another name, or set profiles_name_prefix for automatic profiles")
+
+
+def plan(settings, users=(), groups=(), profiles=(), namespaces=None, skipped=None):
+    """Every desired profile as {name, owner: (kind, name), contributors, hard, source}.
+
+    namespaces: the live Namespaces, or None. When given, a declared profile whose namespace
+    exists without its owner's `owner` annotation is an error, and an automatic one takes another
+    name. skipped: a list, or None. A user who gets no automatic profile because every name for
+    them is taken is appended to it as {user, message} and skipped; without it, that is an error.
+    """
     settings, users, groups, profiles = plain((settings, users, groups, profiles))
     instance = _setting(settings, "kfocp_instance")
     quota(_setting(settings, "profiles_quota_default"), None, "profiles_quota_default")
+    prefix = _prefix(settings, "profiles_name_prefix")
+    self_service = _prefix(settings, "profiles_self_service_prefix")
     declared = _declared(settings)
+    owners = _namespace_owners(namespaces)
+    live = dict((p["metadata"]["name"], p) for p in profiles or () if _ours(p, instance))
+    for index, profile in enumerate(declared):
+        _check_declared(profile, "profiles_list[%d]" % index, settings, owners, live)
     foreign = [p for p in profiles or () if not _ours(p, instance)]
     taken = set(_setting(settings, "profiles_reserved_names")) | set(p["name"] for p in declared) | \
         set(p["metadata"]["name"] for p in foreign)
+    if self_service:
+        taken.add(self_service + "*")  # the self-service creators' names: never an automatic one
     result = list(declared)
     if _setting(settings, "profiles_auto_from_users"):
         provider = _setting(settings, "profiles_auto_provider")
         exclude = _setting(settings, "profiles_auto_exclude")
-        owners = set(p["owner"][1] for p in declared if p["owner"][0] == "User")
-        owners |= set(((p.get("spec") or {}).get("owner") or {}).get("name") for p in foreign
-                      if ((p.get("spec") or {}).get("owner") or {}).get("kind") == "User")
+        owners_of = set(p["owner"][1] for p in declared if p["owner"][0] == "User")
+        owners_of |= set(((p.get("spec") or {}).get("owner") or {}).get("name") for p in foreign
+                         if ((p.get("spec") or {}).get("owner") or {}).get("kind") == "User")
         hard = quota(_setting(settings, "profiles_quota_default"), None, "profiles_quota_default")
         auto_names = {}
         for user in sorted(users or (), key=lambda u: u["metadata"]["name"]):
             username = user["metadata"]["name"]
-            if username in owners or username.startswith("system:") or \
+            if username in owners_of or username.startswith("system:") or \
                     any(fnmatch.fnmatchcase(username, pattern) for pattern in exclude):
                 continue
             if not _has_identity(user, provider):
                 continue
-            name = profile_name(username, taken)
-            require(name not in auto_names, "users", "user names %r and %r map to the same profile %r"
-                    % (auto_names.get(name), username, name), "Add one of them to profiles_auto_exclude")
+            # another user's namespace, or one with no owner, is taken
+            others = set(ns for ns, owner in owners.items() if owner != username)
+            try:
+                name = profile_name(username, taken | others, prefix)
+                require(name not in auto_names, "users", "user names %r and %r map to the same profile %r"
+                        % (auto_names.get(name), username, name), "Add one of them to profiles_auto_exclude")
+            except o.DefinitionError as err:
+                if skipped is None:
+                    raise
+                skipped.append({"user": username, "message": str(err)})
+                continue
             auto_names[name] = username
             taken.add(name)
             result.append({"name": name, "owner": ("User", username), "contributors": [], "hard": dict(hard),

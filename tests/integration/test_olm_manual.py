@@ -1,0 +1,40 @@
+"""Manual InstallPlans (installPlanApproval: Manual, as example-prod subscribes): OLM installs
+nothing until the plan is approved. The gpu role approves it only when the inventory says so;
+otherwise it stops and names the plan. OLM is played by helpers.PlayOperators (standins.olm_step),
+which leaves a Manual plan pending until someone approves it."""
+from helpers import PlayOperators, only_roles, play_installer_worker_machineset
+
+OWN_PLANE = True  # the gpu role's objects have fixed, cluster-wide names
+OPERATORS = [{"namespace": "openshift-nfd", "package": "nfd", "channel": "stable", "source": "redhat-operators",
+              "approval": "Manual"},
+             {"namespace": "nvidia-gpu-operator", "package": "gpu-operator-certified", "channel": "v24.9",
+              "source": "certified-operators", "approval": "Manual"}]
+
+
+def extravars(instance, operators):
+    return dict(only_roles("gpu"), kfocp_instance=instance, kfocp_gpu_enabled=True, scc_grants=[],
+                gpu_csv_timeout=20, gpu_csv_poll_interval=1, gpu_operators=operators,
+                gpu_machinesets=[{"name": "%s-a10g" % instance, "accelerator": "nvidia-a10g",
+                                  "instance_type": {"aws": "g5.2xlarge"}}])
+
+
+def test_a_manual_install_plan_stops_the_run_unless_the_inventory_approves_it(playbook, kube, instance):
+    play_installer_worker_machineset(kube)
+    plans = kube.resource("operators.coreos.com/v1alpha1", "InstallPlan")
+    with PlayOperators(kube):
+        stopped = playbook("site", extravars(instance, OPERATORS))
+        assert stopped.rc != 0
+        text = " ".join(stopped.stdout.split())
+        assert "The InstallPlan openshift-nfd/install-nfd (nfd.v1.0.0) of nfd waits for approval " \
+            "(gpu_operators[0].approval: Manual)" in text, stopped.stdout[-3000:]
+        assert "set gpu_operators[0].approve_install_plan: true" in text
+        assert kube.get(plans, "install-nfd", "openshift-nfd")["spec"]["approved"] is False
+        assert kube.get(kube.resource("nvidia.com/v1", "ClusterPolicy"), "gpu-cluster-policy") is None
+        assert not kube.list(kube.resource("operators.coreos.com/v1alpha1", "ClusterServiceVersion"),
+                             namespace="openshift-nfd")
+
+        approved = [dict(op, approve_install_plan=True) for op in OPERATORS]
+        done = playbook("site", extravars(instance, approved))
+        assert done.rc == 0, done.stdout[-3000:]
+    assert kube.get(plans, "install-nfd", "openshift-nfd")["spec"]["approved"] is True
+    assert kube.get(kube.resource("nvidia.com/v1", "ClusterPolicy"), "gpu-cluster-policy") is not None

@@ -1,0 +1,69 @@
+"""The stand-ins' pure parts against the facts of the controllers they play
+(/work/shared/facts/profile-controller.md); tests/integration/test_standins.py runs them against
+the API server. Each assertion fails if the stand-in is made kinder than the real controller."""
+import pytest
+
+import standins
+
+
+@pytest.mark.parametrize("live, wanted, expected", [
+    ({}, {"a": "1"}, {"a": "1"}),                                        # a missing key is added
+    ({"a": "mine"}, {"a": "1"}, {"a": "mine"}),                          # a set key is never overwritten
+    ({"istio-injection": "enabled"}, {"istio-injection": ""}, {}),       # the empty value removes
+    ({"istio-injection": "enabled"}, {"istio.io/rev": "r1"}, {"istio-injection": "enabled", "istio.io/rev": "r1"}),
+    ({"x": "1"}, {}, {"x": "1"}),                                        # labels it does not know are kept
+])
+def test_namespace_labels_only_added_when_missing(live, wanted, expected):
+    assert standins.set_namespace_labels(live, wanted) == expected
+
+
+def test_authorization_policy_has_the_four_upstream_rules_with_default_principals():
+    spec = standins.authorization_policy_spec("team", "alice@example.com")
+    assert spec["action"] == "ALLOW" and "selector" not in spec
+    owner, same_namespace, probes, kernels = spec["rules"]
+    assert owner["when"] == [{"key": "request.headers[kubeflow-userid]", "values": ["alice@example.com"]}]
+    assert owner["from"] == [{"source": {"principals": [
+        "cluster.local/ns/istio-system/sa/istio-ingressgateway-service-account",
+        "cluster.local/ns/kubeflow/sa/ml-pipeline-ui"]}}]
+    assert same_namespace == {"when": [{"key": "source.namespace", "values": ["team"]}]}
+    assert probes == {"to": [{"operation": {"paths": ["/healthz", "/metrics", "/wait-for-drain"]}}]}
+    assert kernels == {"from": [{"source": {"principals": [
+        "cluster.local/ns/kubeflow/sa/notebook-controller-service-account"]}}],
+        "to": [{"operation": {"methods": ["GET"], "paths": ["*/api/kernels"]}}]}
+
+
+def test_authorization_policy_principals_and_userid_come_from_the_controller_environment():
+    env = {"ISTIO_INGRESS_GATEWAY_PRINCIPAL": "cluster.local/ns/gw/sa/gateway",
+           "KFP_UI_PRINCIPAL": "cluster.local/ns/kf/sa/ui", "NOTEBOOK_CONTROLLER_PRINCIPAL": "cluster.local/ns/kf/sa/nb",
+           "UNRELATED": "x"}
+    spec = standins.authorization_policy_spec("team", "alice", env, ("x-user", "id:"))
+    assert spec["rules"][0]["from"][0]["source"]["principals"] == ["cluster.local/ns/gw/sa/gateway",
+                                                                   "cluster.local/ns/kf/sa/ui"]
+    assert spec["rules"][0]["when"][0] == {"key": "request.headers[x-user]", "values": ["id:alice"]}
+    assert spec["rules"][3]["from"][0]["source"]["principals"] == ["cluster.local/ns/kf/sa/nb"]
+
+
+@pytest.mark.parametrize("annotations, refused", [
+    ({"owner": "alice"}, False),
+    ({"owner": "bob"}, True),      # another user's project
+    ({}, True),                    # no owner at all (an OpenShift project made by hand)
+    ({"owner": "Alice"}, True),    # compared exactly
+])
+def test_an_existing_namespace_without_the_owner_is_refused(annotations, refused):
+    namespace = {"metadata": {"name": "team", "annotations": annotations}}
+    condition = standins.refusal(namespace, "alice")
+    assert bool(condition) is refused
+    if refused:
+        assert condition["type"] == "Failed"
+        assert condition["message"] == "namespace already exist, but not owned by profile creator alice"
+
+
+def test_a_missing_namespace_is_not_refused():
+    assert standins.refusal(None, "alice") is None
+
+
+def test_mesh_ready_carries_the_generation_it_observed():
+    status = standins.mesh_ready_status(7)
+    assert status["observedGeneration"] == 7
+    assert [c["type"] for c in status["conditions"]] == ["Ready"]
+    assert standins.mesh_ready_status(3, ready=False)["conditions"][0]["status"] == "False"
