@@ -34,7 +34,7 @@ def test_finalizer_is_added_and_only_the_controller_removes_it(kube):
 
     kube.delete(kube.resource("kubeflow.org/v1", "Profile"), "fin-a")
     # the controller is "gone" (not stepped): the Profile stays Terminating
-    for _ in range(3):
+    for _look in range(3):
         stuck = get(kube, "kubeflow.org/v1", "Profile", "fin-a")
         assert stuck is not None and stuck["metadata"].get("deletionTimestamp")
     controller.step()
