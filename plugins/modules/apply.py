@@ -34,6 +34,7 @@ author: kfocp contributors (@kfocp)
 extends_documentation_fragment:
   - kfocp.kubeflow.auth
   - kfocp.kubeflow.engine
+  - kfocp.kubeflow.prune_guard
 options:
   definitions:
     description:
@@ -53,14 +54,6 @@ options:
     description: Delete objects of this O(instance) and O(set) that are no longer in O(definitions).
     type: bool
     default: false
-  prune_max_share:
-    description:
-      - With O(prune), the largest share (0 to 1) of the namespaces this O(set) has objects in
-        that one run may take every one of its objects out of (two namespaces are always allowed
-        less than that). A run that would empty more fails before removing anything and names
-        what it would have removed, so that a wrong input that empties the desired state (a
-        selector that selects nothing) cannot empty the cluster. Unset, or C(1), allows any share.
-    type: float
   wait:
     description: With O(state=absent), wait until the deleted objects are gone.
     type: bool

@@ -22,6 +22,7 @@ author: kfocp contributors (@kfocp)
 extends_documentation_fragment:
   - kfocp.kubeflow.auth
   - kfocp.kubeflow.engine
+  - kfocp.kubeflow.prune_guard
 options:
   build:
     description:
@@ -47,14 +48,6 @@ options:
     description: Delete objects of this O(instance) and O(set) that are no longer desired.
     type: bool
     default: false
-  prune_max_share:
-    description:
-      - With O(prune), the largest share (0 to 1) of the namespaces this O(set) has objects in
-        that one run may take every one of its objects out of (two namespaces are always allowed
-        less than that). A run that would empty more fails before removing anything and names
-        what it would have removed, so that a wrong input that empties the desired state (a
-        selector that selects nothing) cannot empty the cluster. Unset, or C(1), allows any share.
-    type: float
   wait:
     description:
       - With O(build=profiles_access), seconds to wait for the profile controller to create the
