@@ -63,9 +63,10 @@ def field_owner(obj, *path):
 
 def failure(result):
     """The message of the failed apply task of a playbook run."""
-    for res in result.task_results():
-        if res.get("failed"):
-            return res.get("msg", "")
+    for event in result.events:  # the event says it failed: the result itself need not carry `failed`
+        data = event.get("event_data") or {}
+        if event.get("event") == "runner_on_failed" and str(data.get("task_action", "")).endswith(("apply", "tenancy")):
+            return (data.get("res") or {}).get("msg", "")
     return result.stdout[-3000:]
 
 
@@ -295,7 +296,7 @@ def test_prune_and_uninstall_delete_only_what_kfocp_labelled(playbook, kube, ins
     after_prune = dump_of(kube, seeded)
     removed = playbook("uninstall", {"kfocp_instance": instance})
     assert removed.rc == 0, removed.stdout[-4000:]
-    summary = removed.task_results("apply")[0]["summary"]
+    summary = removed.task_results("apply")[-1]["summary"]  # the last: after the Profiles, everything else
     after = dump_of(kube, seeded)
 
     print("look-alikes seeded %d; prune deleted %d of kfocp's objects, uninstall deleted %d and gave back %d; "
