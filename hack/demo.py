@@ -15,6 +15,7 @@ from cluster import ControlPlane
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / ".cache" / "collections"))  # the collection, as make venv links it
 from helpers import play_profile_controller  # noqa: E402  (the controller's part: it is not built here)
 
 USERS = (("alice", "htpasswd:alice"), ("bob", "htpasswd:bob"), ("carol", "htpasswd:carol"))
