@@ -22,7 +22,7 @@ def test_objects_bind_the_group_and_check_the_owner():
     assert "request.userInfo.username" in spec["validations"][0]["expression"]
     assert policy_binding["spec"] == {"policyName": "kfocp-profile-owner", "validationActions": ["Deny"],
                                       "paramRef": {"name": "kfocp-profile-owner", "namespace": "kfocp-self-service",
-                                                   "parameterNotFoundAction": "Deny"}}
+                                                   "parameterNotFoundAction": "Allow"}}
     assert namespace == {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kfocp-self-service"}}
 
 

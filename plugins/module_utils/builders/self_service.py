@@ -196,10 +196,14 @@ def objects(settings):
         },
     }
     meta = param["metadata"]
+    # Without its parameter (kfocp's own ConfigMap, gone only in a partly finished uninstall) the
+    # policy cannot tell members from anyone else: "Deny" would then refuse every Profile CREATE
+    # and DELETE in the cluster, the uninstall's and the profile controller's included, so it
+    # stands aside instead.
     policy_binding = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
                       "metadata": {"name": POLICY},
                       "spec": {"policyName": POLICY, "validationActions": ["Deny"],
                                "paramRef": {"name": meta["name"], "namespace": meta["namespace"],
-                                            "parameterNotFoundAction": "Deny"}}}
+                                            "parameterNotFoundAction": "Allow"}}}
     namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": meta["namespace"]}}
     return [role, binding, namespace, param, policy, policy_binding]
