@@ -110,13 +110,15 @@ def platform(operator, control_plane, kube):
           "spec": spec}
     control_plane.kubectl("create", "-f", "-", input=json.dumps(cr))
     labels = dict(policies["namespace_policies_selector"])
-    _namespace(kube, lab, labels)
+    _namespace(kube, lab, labels, owner=name + "-owner")  # as the profile controller makes it for the Profile
     wait_for(lambda: _ready(kube, name, 1), 600, interval=1, what="Ready=True for generation 1")
     return {"name": name, "team": team, "labels": labels, "group": group, "lab": lab}
 
 
-def _namespace(kube, name, labels=None):
+def _namespace(kube, name, labels=None, owner=None):
     body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": dict(labels or {})}}
+    if owner:
+        body["metadata"]["annotations"] = {"owner": owner}
     kube.request("POST", kube.path(_res(kube, "v1", "Namespace")), body=body)
 
 

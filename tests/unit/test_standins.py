@@ -1,5 +1,5 @@
 """The stand-ins' pure parts against the facts of the controllers they play
-(/work/shared/facts/profile-controller.md); tests/integration/test_standins.py runs them against
+(/work/shared/facts/profile-controller.md); tests/integration/test_standins_live.py runs them against
 the API server. Each assertion fails if the stand-in is made kinder than the real controller."""
 import pytest
 
