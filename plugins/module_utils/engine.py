@@ -461,7 +461,9 @@ class Engine:
         for api_version, kind, _plural, _namespaced in o.crd_kinds(crd)[:1]:
             try:
                 res = self.client.resource(api_version, kind)
-                items = self.client.list(res, metadata_only=True)
+                # `!=` also selects the objects without the label: everything not this instance's
+                items = self.client.list(res, label_selector="%s!=%s" % (o.INSTANCE, self.instance),
+                                         metadata_only=True)
             except (UnknownKind, KubeError):
                 return []
             found = [o.describe(o.ref(dict(item, apiVersion=api_version, kind=kind))) for item in items
