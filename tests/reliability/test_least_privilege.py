@@ -59,7 +59,11 @@ PREREQUISITES = ["common/cert-manager/cert-manager/base", "common/istio/istio-cr
 # Rules that no request on the local control plane can show, and why.
 EXEMPT = {("route.openshift.io", "routes/custom-host"):
           "checked by OpenShift's route API when a Route sets spec.host; the local control plane serves Routes "
-          "from a CRD"}
+          "from a CRD",
+          ("operators.coreos.com", "installplans"):
+          "read, and approved, only for a Subscription with installPlanApproval Manual that the inventory "
+          "approves (approve_install_plan); the lifecycle's Subscriptions are Automatic, and "
+          "tests/integration/test_olm_manual.py covers the approval"}
 # The variables of the CR that decide a profile namespace's policies.
 POLICY_SETTINGS = {"namespace_policies_tolerations_mode": "gatekeeper", "namespace_policies_serverless": True,
                    "namespace_policies_scc": "nonroot-v2", "service_mesh_flavour": "ossm3",
