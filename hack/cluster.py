@@ -159,6 +159,9 @@ def go_build(module_dir: Path, packages: dict[str, str], dest: Path, ldflags: st
 KWOK = ("sigs.k8s.io/kwok/cmd/kwok", "v0.8.0")
 # cyclonus evaluates NetworkPolicies for given pods and traffic (the request path tests use it).
 CYCLONUS = ("github.com/mattfenwick/cyclonus/cmd/cyclonus", "v0.5.6")
+# istioctl's analyzers check the mesh wiring the roles write (istio.io/istio publishes no module
+# tags, so the proxy serves it by pseudo-version). A large build: minutes of CPU, cached.
+ISTIOCTL = ("istio.io/istio/istioctl/cmd/istioctl", "v0.0.0-20260827124520-eed52ebb66ad")
 
 
 def go_install(package: str, version: str, dest: Path) -> Path:
@@ -195,6 +198,11 @@ def build_workloads() -> dict[str, Path]:
     kwok = go_install(KWOK[0], KWOK[1], cache_root() / f"kwok-{KWOK[1]}")
     return {"kube-scheduler": scheduler / "kube-scheduler", "kwok": kwok, "kwok-stages": kwok_stages(kwok.parent),
             "cyclonus": go_install(CYCLONUS[0], CYCLONUS[1], cache_root() / f"cyclonus-{CYCLONUS[1]}")}
+
+
+def build_istioctl() -> Path:
+    """Build or reuse istioctl (for `istioctl analyze` against the live control plane)."""
+    return go_install(ISTIOCTL[0], ISTIOCTL[1], cache_root() / f"istioctl-{ISTIOCTL[1][-12:]}")
 
 
 def kwok_stages(dest: Path) -> Path:
@@ -709,6 +717,7 @@ def main(argv=None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     build_cmd = sub.add_parser("build", help="build or reuse the binaries and print their paths")
     build_cmd.add_argument("--workloads", action="store_true", help="also kube-scheduler and kwok")
+    build_cmd.add_argument("--istioctl", action="store_true", help="also istioctl (a long build)")
     up = sub.add_parser("up", help="start the control plane and install the CRDs and built-ins")
     up.add_argument("--no-install", action="store_true", help="start only; install no CRD")
     up.add_argument("--mesh", default="ossm2", choices=["ossm2", "istio"], help="which Istio CRD versions to serve")
@@ -727,7 +736,10 @@ def main(argv=None) -> int:
     plane = ControlPlane(args.dir)
     try:
         if args.command == "build":
-            for name, path in dict(build(), **(build_workloads() if args.workloads else {})).items():
+            built = dict(build(), **(build_workloads() if args.workloads else {}))
+            if args.istioctl:
+                built["istioctl"] = build_istioctl()
+            for name, path in built.items():
                 print(f"{name}\t{path}")
         elif args.command == "up":
             plane.up(install=False, workloads=args.workloads)

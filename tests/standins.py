@@ -332,3 +332,40 @@ def mesh_ready_status(generation, ready=True):
                             "reason": "ComponentsReady" if ready else "ComponentsNotReady",
                             "message": "All component deployments are Available",
                             "lastTransitionTime": _now()}]}
+
+
+def maistra_network_policies(smcp, members):
+    """The NetworkPolicies the Service Mesh 2 operator writes for a ServiceMeshControlPlane whose
+    spec.security.manageNetworkPolicy is not false (its default is true), after its 2.x charts:
+    in the control plane's namespace, one admitting the member namespaces, one admitting the
+    OpenShift router, and one per ingress gateway admitting everything to its pods; in each
+    member namespace, one admitting the other members and one admitting the router to the pods
+    labelled maistra.io/expose-route. `members` are the member namespaces' names."""
+    spec = smcp.get("spec") or {}
+    if ((spec.get("security") or {}).get("manageNetworkPolicy")) is False:
+        return []
+    cp_ns, rev = smcp["metadata"]["namespace"], smcp["metadata"]["name"]
+    internal = {"maistra.io/internal": "true"}
+
+    def policy(name, namespace, pod_selector, ingress):
+        return {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+                "metadata": {"name": name, "namespace": namespace, "annotations": dict(internal),
+                             "labels": {"maistra-version": spec.get("version", "v2.6").lstrip("v") + ".0",
+                                        "maistra.io/owner": cp_ns}},
+                "spec": {"podSelector": pod_selector, "policyTypes": ["Ingress"], "ingress": ingress}}
+    from_members = [{"from": [{"namespaceSelector": {"matchLabels": {"maistra.io/member-of": cp_ns}}}]}]
+    from_router = [{"from": [{"namespaceSelector": {"matchLabels": {"network.openshift.io/policy-group": "ingress"}}}]}]
+    out = [policy("istio-mesh-" + rev, cp_ns, {}, from_members),
+           policy("istio-ingress-router-" + rev, cp_ns, {}, from_router)]
+    gateways = spec.get("gateways") or {}
+    for name, gateway in sorted((gateways.get("additionalIngress") or {}).items()):
+        if gateway.get("enabled", True):
+            # the chart selects with the labels it gives the gateway's pods, so it always selects them
+            labels = ((gateway.get("runtime") or {}).get("pod") or {}).get("metadata", {}).get("labels")
+            out.append(policy(name, gateway.get("namespace") or cp_ns,
+                              {"matchLabels": dict(labels or {"istio": name})}, [{}]))
+    for member in members:
+        out.append(policy("istio-mesh-" + rev, member, {}, from_members))
+        out.append(policy("istio-expose-route-" + rev, member,
+                          {"matchLabels": {"maistra.io/expose-route": "true"}}, from_router))
+    return out

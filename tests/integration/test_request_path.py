@@ -14,6 +14,7 @@ import pytest
 from ansible_collections.kfocp.kubeflow.plugins.module_utils import authz
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import mesh
 from cluster import build_workloads
+import standins
 from helpers import ROOT, components_only, play_kfam_add_contributor, subject_access_review
 
 
@@ -79,11 +80,12 @@ def network_allows(kube, source, target):
     return False
 
 
-def cyclonus_allows(kube, tmp_path, source, target, port):
+def cyclonus_allows(kube, tmp_path, source, target, port, extra=()):
     """cyclonus's verdict (query-traffic) on TCP traffic from the source pod to the target pod,
-    from the NetworkPolicies the cluster holds in both namespaces."""
+    from the NetworkPolicies the cluster holds in both namespaces (and `extra` ones)."""
     wanted = set([source["namespace"], target["namespace"]])
     found = [p for ns in sorted(wanted) for p in items(kube, "networking.k8s.io/v1", "NetworkPolicy", ns)]
+    found += [p for p in extra if p["metadata"]["namespace"] in wanted]
     policies = {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicyList", "items": [
         {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
          "metadata": {"name": p["metadata"]["name"], "namespace": p["metadata"]["namespace"]}, "spec": p["spec"]}
@@ -212,6 +214,14 @@ def test_who_reaches_a_tenants_notebook(playbook, kube, control_plane, instance,
         control_plane.kubectl("apply", "-f", "-", input=json.dumps(notebook_virtualservice(
             profile, "nb", "%s/kubeflow-gateway" % kf_ns)))
 
+        if flavour == "ossm2":
+            # what the Service Mesh 2 operator adds for kfocp's control plane: nothing, as its
+            # NetworkPolicies would admit every pod to the gateway
+            smcp = items(kube, "maistra.io/v2", "ServiceMeshControlPlane", info["namespace"])[0]
+            for policy in standins.maistra_network_policies(smcp, [kf_ns, profile, other]):
+                control_plane.kubectl("apply", "--server-side", "--field-manager=istio-operator", "-f", "-",
+                                      input=json.dumps(policy))
+
         route = get(kube, "route.openshift.io/v1", "Route", "kubeflow-oauth-proxy", info["namespace"])
         proxy = get(kube, "apps/v1", "Deployment", route["spec"]["to"]["name"], info["namespace"])
         proxy_pod = {"namespace": info["namespace"], "labels": proxy["spec"]["template"]["metadata"]["labels"]}
@@ -268,6 +278,11 @@ def test_who_reaches_a_tenants_notebook(playbook, kube, control_plane, instance,
         port = mesh.normalise(settings)["gateway"]["http_port"]
         assert cyclonus_allows(kube, tmp_path, proxy_pod, gateway_pod, port) is True
         assert cyclonus_allows(kube, tmp_path, tenant_pod, gateway_pod, port) is False
+        if flavour == "ossm2":
+            # with the operator's policies (manageNetworkPolicy on), the tenant's pod would reach it
+            managed = dict(smcp, spec=dict(smcp["spec"], security={"manageNetworkPolicy": True}))
+            opened = standins.maistra_network_policies(managed, [kf_ns, profile, other])
+            assert cyclonus_allows(kube, tmp_path, tenant_pod, gateway_pod, port, extra=opened) is True
         stops = dict((who, got[1]) for who, got, _want in table)
         assert stops["not in the users group"] == "oauth-proxy: 403"
         assert stops["tenant pod to the gateway"] == "gateway: no network path"

@@ -64,6 +64,15 @@ def test_only_the_proxy_pods_reach_the_gateway_pods(flavour):
     assert "NetworkPolicy" not in build(flavour, gateway_policy=False)
 
 
+def test_the_gateway_policy_is_refused_where_the_mesh_operator_opens_the_gateway_to_every_pod():
+    gateway = mesh.gateway_info({"flavour": "ossm2", "ossm2": {"manage_network_policy": True}})
+    settings = {"host": "kubeflow.apps.example.com"}
+    with pytest.raises(DefinitionError, match="auth_gateway_policy.*manage_network_policy: false"):
+        auth.check(settings, gateway)
+    assert auth.check(dict(settings, gateway_policy=False), gateway)["gateway_policy"] is False
+    assert auth.check(settings, mesh.gateway_info({"flavour": "ossm2"}))["gateway_policy"] is True
+
+
 def test_oauth_client_secret_and_reencrypt_route_with_serving_cert():
     objs = build()
     client = objs["OAuthClient"]

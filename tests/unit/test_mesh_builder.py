@@ -32,6 +32,20 @@ def test_ossm2_subscription_dedicated_smcp_with_additional_gateway_and_member_ro
     assert "members" not in smmr["spec"]
     assert smmr["spec"]["memberSelectors"] == [{"matchLabels": {"kfocp.io/mesh": "kubeflow"}}]
     assert "Istio" not in objs
+    # the operator's own NetworkPolicies would admit every pod to the gateway: kfocp writes its own
+    assert smcp["spec"]["security"] == {"manageNetworkPolicy": False}
+    assert mesh.gateway_info({"flavour": "ossm2"})["mesh_network_policies"] is False
+
+
+def test_ossm2_network_policies_of_the_operator_can_be_switched_back_on():
+    settings = {"flavour": "ossm2", "ossm2": {"manage_network_policy": True}}
+    smcp = by_kind(mesh.objects(settings))["ServiceMeshControlPlane"][0]
+    assert smcp["spec"]["security"] == {"manageNetworkPolicy": True}
+    assert mesh.gateway_info(settings)["mesh_network_policies"] is True
+    # only Service Mesh 2's operator writes such policies
+    assert mesh.gateway_info(dict(settings, flavour="ossm3"))["mesh_network_policies"] is False
+    with pytest.raises(DefinitionError, match="service_mesh_ossm2.manage_network_policy"):
+        mesh.normalise({"ossm2": {"manage_network_policy": "yes"}})
 
 
 def test_ossm2_version_namespace_and_no_olm_are_configurable():

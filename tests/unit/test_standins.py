@@ -67,3 +67,21 @@ def test_mesh_ready_carries_the_generation_it_observed():
     assert status["observedGeneration"] == 7
     assert [c["type"] for c in status["conditions"]] == ["Ready"]
     assert standins.mesh_ready_status(3, ready=False)["conditions"][0]["status"] == "False"
+
+
+def test_the_service_mesh_2_operator_opens_each_gateway_unless_told_not_to():
+    smcp = {"metadata": {"name": "basic", "namespace": "mesh"},
+            "spec": {"version": "v2.6", "gateways": {"additionalIngress": {"gw": {
+                "enabled": True, "runtime": {"pod": {"metadata": {"labels": {"istio": "ingressgateway"}}}}}}}}}
+    policies = dict(((p["metadata"]["namespace"], p["metadata"]["name"]), p["spec"])
+                    for p in standins.maistra_network_policies(smcp, ["team"]))
+    assert sorted(policies) == [("mesh", "gw"), ("mesh", "istio-ingress-router-basic"), ("mesh", "istio-mesh-basic"),
+                                ("team", "istio-expose-route-basic"), ("team", "istio-mesh-basic")]
+    # everything may reach the gateway's pods: no NetworkPolicy of anyone else can narrow that
+    assert policies[("mesh", "gw")] == {"podSelector": {"matchLabels": {"istio": "ingressgateway"}},
+                                        "policyTypes": ["Ingress"], "ingress": [{}]}
+    assert policies[("team", "istio-mesh-basic")]["ingress"] == [
+        {"from": [{"namespaceSelector": {"matchLabels": {"maistra.io/member-of": "mesh"}}}]}]
+    # on by default: only an explicit false switches them off
+    smcp["spec"]["security"] = {"manageNetworkPolicy": False}
+    assert standins.maistra_network_policies(smcp, ["team"]) == []

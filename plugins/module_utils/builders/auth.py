@@ -104,6 +104,11 @@ def check(settings, gateway):
     """The settings with defaults filled in, and the gateway, checked before anything is read or written."""
     s = normalise(settings)
     _gateway(gateway)
+    require(not (s["gateway_policy"] and gateway.get("mesh_network_policies")), "auth_gateway_policy",
+            "cannot guard the gateway: the mesh operator's own NetworkPolicies "
+            "(service_mesh_ossm2.manage_network_policy: true) admit every pod to it, and NetworkPolicies add up",
+            "Set service_mesh_ossm2.manage_network_policy: false (the default), or auth_gateway_policy: false "
+            "and keep pods other than oauth-proxy off the gateway your own way")
     return s
 
 

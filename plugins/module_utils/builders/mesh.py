@@ -51,6 +51,7 @@ DEFAULTS = {
     "gateway": {"name": "kubeflow-ingressgateway", "namespace": "", "http_port": 8080, "https_port": 8443,
                 "service_type": "ClusterIP", "route": False, "route_host": "", "replicas": 1},
     "ossm2": {"name": "kubeflow", "namespace": "", "version": "v2.6", "member_selector": True,
+              "manage_network_policy": False,
               "subscription": {"name": "servicemeshoperator", "channel": "stable", "source": "redhat-operators",
                                "source_namespace": "openshift-marketplace", "namespace": "openshift-operators"}},
     "ossm3": {"name": "default", "version": "v1.26.3", "update_strategy": "InPlace", "revision": "",
@@ -113,6 +114,8 @@ def normalise(settings, field="service_mesh"):
     # for Service Mesh 3, whose gateway kfocp deploys itself.
     gw["namespace"] = o2["namespace"] if s["flavour"] == "ossm2" else (gw["namespace"] or s["namespace"])
     dns_label(gw["namespace"], field + "_gateway.namespace")
+    require(isinstance(o2["manage_network_policy"], bool), field + "_ossm2.manage_network_policy",
+            "must be true or false", "Leave it false (the default) unless you guard the gateway your own way")
     require(isinstance(o2["version"], str) and _VERSION_2.match(o2["version"]), field + "_ossm2.version",
             "%r is not a Service Mesh 2 control plane version" % (o2["version"],), "Use v2.<minor>, e.g. v2.6")
     o3 = s["ossm3"]
@@ -193,6 +196,8 @@ def gateway_info(settings):
     return {"flavour": s["flavour"], "name": name, "namespace": gw_namespace, "service": name,
             "http_port": 80, "selector": selector, "mesh_namespace": s["namespace"],
             "service_account": account, "principal": principal(gw_namespace, account),
+            # whether the mesh operator writes NetworkPolicies that admit every pod to the gateway
+            "mesh_network_policies": s["flavour"] == "ossm2" and s["ossm2"]["manage_network_policy"],
             "api_versions": istio_api_versions(s["flavour"], s["external"]["api"])}
 
 
@@ -300,6 +305,12 @@ def _ossm2_objects(s):
             "metadata": {"name": o2["name"], "namespace": o2["namespace"]},
             "spec": {"version": o2["version"], "mode": "MultiTenant",
                      "tracing": {"type": "None"},
+                     # Off: the operator's own NetworkPolicies would admit every pod to the
+                     # gateways (one allows all ingress to each gateway's pods), and NetworkPolicies
+                     # add up, so the auth role's policy could not keep pods other than
+                     # oauth-proxy off the gateway. kfocp writes the policies it needs itself, as
+                     # on Service Mesh 3.
+                     "security": {"manageNetworkPolicy": bool(o2["manage_network_policy"])},
                      "addons": {"grafana": {"enabled": False}, "kiali": {"enabled": False},
                                 "prometheus": {"enabled": False}},
                      "gateways": {
