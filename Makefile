@@ -31,7 +31,7 @@ $(COLLECTION_LINK):
 venv: $(BIN)/.installed $(COLLECTION_LINK)
 
 build: venv
-	$(BIN)/python hack/cluster.py build --workloads
+	$(BIN)/python hack/cluster.py build --workloads --istioctl
 
 up: build
 	$(BIN)/python hack/cluster.py up --workloads

@@ -369,3 +369,86 @@ def maistra_network_policies(smcp, members):
         out.append(policy("istio-expose-route-" + rev, member,
                           {"matchLabels": {"maistra.io/expose-route": "true"}}, from_router))
     return out
+
+
+def istiod_injector_webhook(revision, namespace):
+    """The MutatingWebhookConfiguration istiod's chart (istio-discovery, mutatingwebhook.yaml)
+    installs for a revision; Service Mesh 3's operator installs that chart for each IstioRevision.
+    `revision` "" or "default" is the default revision. No istiod answers it here, so create it
+    only once the pods exist: its failurePolicy is Fail, as the chart's."""
+    rev = "" if revision in ("", "default") else revision
+    name = "istio-sidecar-injector" + ("-" + rev if rev else "") + ("" if namespace == "istio-system" else "-" + namespace)
+
+    def hook(prefix, namespace_selector, object_selector):
+        return {"name": prefix + "sidecar-injector.istio.io",
+                "clientConfig": {"service": {"name": "istiod" + ("-" + rev if rev else ""), "namespace": namespace,
+                                             "path": "/inject", "port": 443}},
+                "sideEffects": "None", "failurePolicy": "Fail", "reinvocationPolicy": "Never",
+                "admissionReviewVersions": ["v1"],
+                "rules": [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"]}],
+                "namespaceSelector": {"matchExpressions": namespace_selector},
+                "objectSelector": {"matchExpressions": object_selector}}
+    not_disabled = {"key": "sidecar.istio.io/inject", "operator": "NotIn", "values": ["false"]}
+    this_rev = rev or "default"
+    hooks = [hook("rev.namespace.", [{"key": "istio.io/rev", "operator": "In", "values": [this_rev]},
+                                     {"key": "istio-injection", "operator": "DoesNotExist"}], [not_disabled]),
+             hook("rev.object.", [{"key": "istio.io/rev", "operator": "DoesNotExist"},
+                                  {"key": "istio-injection", "operator": "DoesNotExist"}],
+                  [not_disabled, {"key": "istio.io/rev", "operator": "In", "values": [this_rev]}])]
+    if not rev:
+        hooks += [hook("namespace.", [{"key": "istio-injection", "operator": "In", "values": ["enabled"]}],
+                       [not_disabled]),
+                  hook("object.", [{"key": "istio-injection", "operator": "DoesNotExist"},
+                                   {"key": "istio.io/rev", "operator": "DoesNotExist"}],
+                       [{"key": "sidecar.istio.io/inject", "operator": "In", "values": ["true"]},
+                        {"key": "istio.io/rev", "operator": "DoesNotExist"}])]
+    return {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+            "metadata": {"name": name, "labels": {"istio.io/rev": this_rev, "app": "sidecar-injector",
+                                                  "app.kubernetes.io/name": "istiod"}},
+            "webhooks": hooks}
+
+
+def istiod_service(revision, namespace):
+    """istiod's Service for a revision (istio-discovery's service.yaml), which its webhook calls."""
+    rev = "" if revision in ("", "default") else revision
+    ports = [("grpc-xds", 15010, 15010), ("https-dns", 15012, 15012), ("https-webhook", 443, 15017),
+             ("http-monitoring", 15014, 15014)]
+    return {"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "istiod" + ("-" + rev if rev else ""), "namespace": namespace,
+                         "labels": {"app": "istiod", "istio": "pilot", "istio.io/rev": rev or "default"}},
+            "spec": {"selector": {"app": "istiod", "istio.io/rev": rev or "default"},
+                     "ports": [{"name": n, "port": p, "targetPort": t, "protocol": "TCP"} for n, p, t in ports]}}
+
+
+def ingress_gateway_objects(name, namespace, labels, ports, image):
+    """An ingress gateway as a mesh operator runs it: ServiceAccount <name>-service-account,
+    a Deployment of Envoy (a concrete proxy image, not injected) and its Service."""
+    account = name + "-service-account"
+    pod = {"serviceAccountName": account, "containers": [{
+        "name": "istio-proxy", "image": image, "args": ["proxy", "router"],
+        "ports": [{"containerPort": p["targetPort"], "protocol": "TCP"} for p in ports]}]}
+    return [{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": account, "namespace": namespace}},
+            {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": namespace,
+                                                                         "labels": dict(labels)},
+             "spec": {"replicas": 1, "selector": {"matchLabels": dict(labels)},
+                      "template": {"metadata": {"labels": dict(labels), "annotations": {"sidecar.istio.io/inject": "false"}},
+                                   "spec": pod}}},
+            {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": namespace, "labels": dict(labels)},
+             "spec": {"selector": dict(labels), "ports": [dict(p) for p in ports]}}]
+
+
+def maistra_gateway_objects(smcp):
+    """What the Service Mesh 2 operator runs for each additional ingress gateway of a
+    ServiceMeshControlPlane: the gateway's pods carry the labels of runtime.pod.metadata.labels,
+    in the gateway's namespace (the control plane's by default)."""
+    out = []
+    gateways = ((smcp.get("spec") or {}).get("gateways") or {}).get("additionalIngress") or {}
+    for name, gateway in sorted(gateways.items()):
+        if not gateway.get("enabled", True):
+            continue
+        labels = dict(((gateway.get("runtime") or {}).get("pod") or {}).get("metadata", {}).get("labels")
+                      or {"istio": name}, app=name)
+        ports = [dict(p) for p in (gateway.get("service") or {}).get("ports") or []]
+        out += ingress_gateway_objects(name, gateway.get("namespace") or smcp["metadata"]["namespace"], labels, ports,
+                                       "registry.redhat.io/openshift-service-mesh/proxyv2-rhel9:2.6")
+    return out

@@ -107,6 +107,28 @@ def test_set_namespace_moves_objects_subjects_webhooks_and_hosts():
     assert objs[1]["metadata"]["namespace"] == "kubeflow"  # input untouched
 
 
+def test_set_namespace_moves_every_reference_to_the_kubeflow_gateway():
+    objs = [{"apiVersion": "networking.istio.io/v1alpha3", "kind": "VirtualService",
+             "metadata": {"name": "ui", "namespace": "kubeflow"},
+             "spec": {"gateways": ["kubeflow/kubeflow-gateway", "mesh", "other/kubeflow-gateway"]}},
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "config-istio", "namespace": "knative-serving"},
+             "data": {"gateway.kubeflow.kubeflow-gateway": "istio-ingressgateway.istio-system.svc.cluster.local",
+                      "ingress": '{"ingressGateway": "kubeflow/kubeflow-gateway", "image": "quay.io/kubeflow/kubeflow-gateway2"}'}},
+            {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "nb", "namespace": "kubeflow"},
+             "spec": {"template": {"spec": {"containers": [
+                 {"name": "c", "env": [{"name": "ISTIO_GATEWAY", "value": "kubeflow/kubeflow-gateway"}]}]}}}}]
+    vs, config, deployment = m.set_namespace(objs, "kf")
+    assert vs["spec"]["gateways"] == ["kf/kubeflow-gateway", "mesh", "other/kubeflow-gateway"]
+    assert sorted(config["data"]) == ["gateway.kf.kubeflow-gateway", "ingress"]
+    assert config["data"]["ingress"] == '{"ingressGateway": "kf/kubeflow-gateway", "image": "quay.io/kubeflow/kubeflow-gateway2"}'
+    assert deployment["spec"]["template"]["spec"]["containers"][0]["env"][0]["value"] == "kf/kubeflow-gateway"
+    # a Gateway of another name in the render moves too, and nothing changes when the namespace does not
+    gateway = {"apiVersion": "networking.istio.io/v1", "kind": "Gateway", "metadata": {"name": "gw2", "namespace": "kubeflow"}}
+    moved = m.set_namespace([gateway, dict(vs, spec={"gateways": ["kubeflow/gw2"]})], "kf")
+    assert moved[1]["spec"]["gateways"] == ["kf/gw2"]
+    assert m.set_namespace(objs, "kubeflow") == objs
+
+
 def test_set_namespace_rejects_a_bad_name():
     with pytest.raises(DefinitionError, match="components_namespace"):
         m.set_namespace([], "Not_A_Label")

@@ -85,3 +85,34 @@ def test_the_service_mesh_2_operator_opens_each_gateway_unless_told_not_to():
     # on by default: only an explicit false switches them off
     smcp["spec"]["security"] = {"manageNetworkPolicy": False}
     assert standins.maistra_network_policies(smcp, ["team"]) == []
+
+
+def test_istiods_injection_webhook_for_a_revision_and_for_the_default_one():
+    named = standins.istiod_injector_webhook("blue", "mesh")
+    assert named["metadata"]["name"] == "istio-sidecar-injector-blue-mesh"
+    assert [h["name"] for h in named["webhooks"]] == ["rev.namespace.sidecar-injector.istio.io",
+                                                      "rev.object.sidecar-injector.istio.io"]
+    assert named["webhooks"][0]["namespaceSelector"]["matchExpressions"][0] == {
+        "key": "istio.io/rev", "operator": "In", "values": ["blue"]}
+    assert all(h["failurePolicy"] == "Fail" and h["clientConfig"]["service"]["name"] == "istiod-blue"
+               for h in named["webhooks"])
+    default = standins.istiod_injector_webhook("default", "istio-system")
+    assert default["metadata"]["name"] == "istio-sidecar-injector"
+    assert len(default["webhooks"]) == 4 and default["webhooks"][2]["namespaceSelector"]["matchExpressions"] == [
+        {"key": "istio-injection", "operator": "In", "values": ["enabled"]}]
+    assert standins.istiod_service("blue", "mesh")["metadata"]["name"] == "istiod-blue"
+
+
+def test_the_service_mesh_2_operator_runs_each_additional_gateway_with_its_pod_labels():
+    smcp = {"metadata": {"name": "basic", "namespace": "mesh"},
+            "spec": {"gateways": {"additionalIngress": {
+                "gw": {"enabled": True, "service": {"ports": [{"name": "http2", "port": 80, "targetPort": 8080}]},
+                       "runtime": {"pod": {"metadata": {"labels": {"istio": "ingressgateway"}}}}},
+                "off": {"enabled": False}}}}}
+    objs = dict((o["kind"], o) for o in standins.maistra_gateway_objects(smcp))
+    assert sorted(objs) == ["Deployment", "Service", "ServiceAccount"]
+    template = objs["Deployment"]["spec"]["template"]
+    assert template["metadata"]["labels"] == {"istio": "ingressgateway", "app": "gw"}
+    assert template["spec"]["serviceAccountName"] == "gw-service-account"
+    assert template["spec"]["containers"][0]["image"] != "auto"
+    assert objs["Service"]["spec"]["selector"] == template["metadata"]["labels"]

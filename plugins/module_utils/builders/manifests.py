@@ -166,14 +166,19 @@ def _same_object(a, b):
 
 # ---------------------------------------------------------------- namespace
 
+# The Gateway upstream's VirtualServices and controllers name as kubeflow/kubeflow-gateway.
+UPSTREAM_GATEWAY = "kubeflow-gateway"
+
+
 def set_namespace(objs, new, old="kubeflow"):
     """Move everything upstream puts in namespace `old` to `new`: metadata.namespace, RBAC
-    subjects, webhook and CRD conversion services, Namespace objects, and service hosts
-    (`x.old.svc...`) in VirtualServices and ConfigMaps."""
+    subjects, webhook and CRD conversion services, Namespace objects, service hosts
+    (`x.old.svc...`) in VirtualServices and ConfigMaps, and references to its Istio Gateways."""
     dns_label(new, "components_namespace")
     if new == old:
         return copy.deepcopy(objs)
     host = re.compile(r"(?<=[a-z0-9-]\.)%s(?=\.svc\b)" % re.escape(old))
+    move_gateway = _gateway_refs(objs, old)
     out = []
     for obj in objs:
         obj = copy.deepcopy(obj)
@@ -200,8 +205,33 @@ def set_namespace(objs, new, old="kubeflow"):
             annotations["cert-manager.io/inject-ca-from"] = new + annotations["cert-manager.io/inject-ca-from"][len(old):]
         if kind in ("VirtualService", "ConfigMap", "DestinationRule", "Certificate", "AuthorizationPolicy"):
             obj = _walk_strings(obj, lambda key, value: host.sub(new, value), skip_keys=("metadata",))
+        # references to the moved Gateways: VirtualServices' spec.gateways, controllers'
+        # ISTIO_GATEWAY, KServe's ingressGateway, Knative's gateway.<ns>.<name> keys
+        if kind != "CustomResourceDefinition":
+            obj = _walk_strings(obj, lambda key, value: move_gateway(value, new), skip_keys=("metadata",))
+        if kind == "ConfigMap" and isinstance(obj.get("data"), dict):
+            obj["data"] = dict((move_gateway(k, new), v) for k, v in obj["data"].items())
         out.append(obj)
     return out
+
+
+def _gateway_refs(objs, old):
+    """A function that moves references to the Istio Gateways the render puts in namespace `old`
+    (<old>/<name>, and Knative's gateway.<old>.<name>) to another namespace: upstream's
+    kubeflow-gateway (istio-resources may be rendered in another run) and any in the render."""
+    names = sorted(set([UPSTREAM_GATEWAY]) | set(
+        o["metadata"]["name"] for o in objs if o.get("kind") == "Gateway"
+        and str(o.get("apiVersion", "")).startswith("networking.istio.io/")
+        and (o.get("metadata") or {}).get("namespace") == old and o["metadata"].get("name")))
+    alternatives = "|".join(re.escape(n) for n in names)
+    edge, end = r"(?<![A-Za-z0-9_./-])", r"(?![A-Za-z0-9_.-])"
+    slash = re.compile(r"%s%s/(%s)%s" % (edge, re.escape(old), alternatives, end))
+    knative = re.compile(r"%sgateway\.%s\.(%s)%s" % (edge, re.escape(old), alternatives, end))
+
+    def move(value, new):
+        return knative.sub(lambda m: "gateway.%s.%s" % (new, m.group(1)),
+                           slash.sub(lambda m: "%s/%s" % (new, m.group(1)), value))
+    return move
 
 
 # ---------------------------------------------------------------- API versions
