@@ -196,3 +196,50 @@ def _run(params, auth, check_mode, diff, build):
         return dict(out, **extra), str(err)
     except (DefinitionError, KubeError) as err:
         return {"changed": False}, str(err)
+
+
+# The results of a run that are lists to put end to end when several sets are applied in one run.
+_CONCATENATED = ("objects", "diff", "adopted", "left_alone", "failures")
+
+
+def run_steps(params, auth, steps, check_mode=False, diff=False, builds=None, no_log_values=None):
+    """Apply several sets in one run, one after the other, as run_engine applies one: each step
+    ({build, set, prune, wait}) replaces those options of `params`. Stops at the first step that
+    fails. Returns (the merged result, error message or None): the counts summed, the objects,
+    diffs and warnings of every step, each step's extra results (orphans, pending, ...), and
+    `steps`, what each step changed."""
+    merged, error, done = {"changed": False, "summary": {}, "objects": []}, None, []
+    for step in steps:
+        step_params = dict(params, **step)
+        out, error = run_engine(step_params, auth, check_mode, diff, build=(builds or {}).get(step.get("build")),
+                                no_log_values=no_log_values)
+        merged = merge_results(merged, out)
+        done.append({"build": step.get("build"), "set": step.get("set"), "changed": bool(out.get("changed")),
+                     "summary": out.get("summary") or {}})
+        if error:
+            break
+    merged["steps"] = done
+    echoed = dict(merged.get("invocation") or {"module_args": {}})
+    echoed["module_args"] = dict(echoed["module_args"], steps=steps)
+    for key in ("build", "set", "prune", "wait"):
+        echoed["module_args"].pop(key, None)
+    merged["invocation"] = echoed
+    return merged, error
+
+
+def merge_results(total, out):
+    """`total` with one more step's result `out` added (see run_steps); neither is changed."""
+    merged = dict(total)
+    for key, value in out.items():
+        if key == "changed":
+            merged[key] = bool(total.get(key)) or bool(value)
+        elif key == "summary":
+            merged[key] = dict((name, (total.get(key) or {}).get(name, 0) + (value or {}).get(name, 0))
+                               for name in set(total.get(key) or {}) | set(value or {}))
+        elif key in _CONCATENATED:
+            merged[key] = list(total.get(key) or []) + list(value or [])
+        elif key == "api_warnings":
+            merged[key] = sorted(set(total.get(key) or []) | set(value or []))
+        else:
+            merged[key] = value
+    return merged
