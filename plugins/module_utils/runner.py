@@ -138,8 +138,8 @@ def scrub(value, forms):
     return value
 
 
-def engine_from(params, auth, check_mode=False, diff=False):
-    client = Client.from_params(auth, pool_size=params.get("concurrency") or 32)
+def engine_from(params, auth, check_mode=False, diff=False, client=None):
+    client = client or Client.from_params(auth, pool_size=params.get("concurrency") or 32)
     return Engine(client, instance=params.get("instance") or "kfocp", set_name=params.get("set"),
                   field_manager=params.get("field_manager") or "kfocp", force=params.get("force", False),
                   adopt=params.get("adopt", False), check_mode=check_mode, diff=diff,
@@ -147,14 +147,15 @@ def engine_from(params, auth, check_mode=False, diff=False):
                   max_prune_share=params.get("prune_max_share"))
 
 
-def run_engine(params, auth, check_mode=False, diff=False, build=None, no_log_values=None):
+def run_engine(params, auth, check_mode=False, diff=False, build=None, no_log_values=None, client=None):
     """Return (module result, error message or None), with every secret masked (mask_diff);
     `no_log_values`, the module's set, gets the secret values seen, so that Ansible masks them
     wherever else they would appear.
 
     build(client, **params), when given, returns the definitions and extra results of a run
-    with state present (module_utils/tenancy.py); otherwise the definitions are params'."""
-    out, error = _run(params, auth, check_mode, diff, build)
+    with state present (module_utils/tenancy.py); otherwise the definitions are params'.
+    `client`, when given, is used instead of a new one made from `auth` (run_steps shares one)."""
+    out, error = _run(params, auth, check_mode, diff, build, client)
     forms = redacted_forms(list(params.get("redact") or []) + [params.get("api_key")])
     seen = set()
     for entry in out.get("diff") or []:
@@ -175,11 +176,11 @@ def run_engine(params, auth, check_mode=False, diff=False, build=None, no_log_va
     return out, error
 
 
-def _run(params, auth, check_mode, diff, build):
+def _run(params, auth, check_mode, diff, build, client=None):
     report = params.get("report") or "changed"
     extra = {}
     try:
-        engine = engine_from(params, auth, check_mode, diff)
+        engine = engine_from(params, auth, check_mode, diff, client)
         if params.get("state", "present") == "absent":
             if params.get("definitions"):
                 result = engine.delete(params["definitions"], wait=params.get("wait", False))
@@ -196,3 +197,54 @@ def _run(params, auth, check_mode, diff, build):
         return dict(out, **extra), str(err)
     except (DefinitionError, KubeError) as err:
         return {"changed": False}, str(err)
+
+
+# The results of a run that are lists to put end to end when several sets are applied in one run.
+_CONCATENATED = ("objects", "diff", "adopted", "left_alone", "failures")
+
+
+def run_steps(params, auth, steps, check_mode=False, diff=False, builds=None, no_log_values=None):
+    """Apply several sets in one run, one after the other, as run_engine applies one: each step
+    ({build, set, prune, wait}) replaces those options of `params`. Stops at the first step that
+    fails. Returns (the merged result, error message or None): the counts summed, the objects,
+    diffs and warnings of every step, each step's extra results (orphans, pending, ...), and
+    `steps`, what each step changed. The steps share one client: its connections and discovery."""
+    merged, error, done = {"changed": False, "summary": {}, "objects": []}, None, []
+    try:
+        client = Client.from_params(auth, pool_size=params.get("concurrency") or 32)
+    except KubeError:
+        client = None  # the first step fails with the reason, as a run of one set does
+    for step in steps:
+        step_params = dict(params, **step)
+        out, error = run_engine(step_params, auth, check_mode, diff, build=(builds or {}).get(step.get("build")),
+                                no_log_values=no_log_values, client=client)
+        merged = merge_results(merged, out)
+        done.append({"build": step.get("build"), "set": step.get("set"), "changed": bool(out.get("changed")),
+                     "summary": out.get("summary") or {}})
+        if error:
+            break
+    merged["steps"] = done
+    echoed = dict(merged.get("invocation") or {"module_args": {}})
+    echoed["module_args"] = dict(echoed["module_args"], steps=steps)
+    for key in ("build", "set", "prune", "wait"):
+        echoed["module_args"].pop(key, None)
+    merged["invocation"] = echoed
+    return merged, error
+
+
+def merge_results(total, out):
+    """`total` with one more step's result `out` added (see run_steps); neither is changed."""
+    merged = dict(total)
+    for key, value in out.items():
+        if key == "changed":
+            merged[key] = bool(total.get(key)) or bool(value)
+        elif key == "summary":
+            merged[key] = dict((name, (total.get(key) or {}).get(name, 0) + (value or {}).get(name, 0))
+                               for name in set(total.get(key) or {}) | set(value or {}))
+        elif key in _CONCATENATED:
+            merged[key] = list(total.get(key) or []) + list(value or [])
+        elif key == "api_warnings":
+            merged[key] = sorted(set(total.get(key) or []) | set(value or []))
+        else:
+            merged[key] = value
+    return merged

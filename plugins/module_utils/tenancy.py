@@ -54,7 +54,10 @@ def build_profiles(client, settings, prune=False, **_):
     skipped = []
     desired = profiles.plan(settings, users, groups, live_profiles, _namespaces(client), skipped)
     orphans = [] if prune else profiles.orphans_of(desired, settings, live_profiles)
-    return profiles.objects_of(desired, settings, []), {"orphans": orphans, "skipped": skipped}
+    # Every profile's contributor access is built too, though only the Profiles are applied here:
+    # a wrong access setting stops the run before the first Profile is written.
+    objs = [obj for obj in profiles.objects_of(desired, settings, None) if obj["kind"] == "Profile"]
+    return objs, {"orphans": orphans, "skipped": skipped}
 
 
 def _namespaces(client):

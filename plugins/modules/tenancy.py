@@ -32,9 +32,35 @@ options:
         namespaces that exist.
       - C(namespace_policies) - the policies of every profile namespace and the GPU tolerations
         whitelist of the other namespaces.
+      - Required unless O(steps) is given.
     type: str
-    required: true
     choices: [profiles, profiles_access, namespace_policies]
+  steps:
+    description:
+      - Several builds applied in one run, one after the other, instead of O(build), O(set),
+        O(prune) and O(wait); each step gives its own. The run stops at the first step that fails.
+      - One task for several sets saves a module start and the transfer of O(settings) per set;
+        the C(profiles) role applies its Profiles and their contributor access this way.
+    type: list
+    elements: dict
+    suboptions:
+      build:
+        description: What to build, as O(build).
+        type: str
+        required: true
+        choices: [profiles, profiles_access, namespace_policies]
+      set:
+        description: The set, as O(set).
+        type: str
+        required: true
+      prune:
+        description: As O(prune).
+        type: bool
+        default: false
+      wait:
+        description: As O(wait).
+        type: int
+        default: 0
   settings:
     description: The builder's settings, the role's variables under their own names (the roles' C(vars/main.yml)).
     type: dict
@@ -71,6 +97,16 @@ EXAMPLES = r"""
     settings: "{{ __namespace_policies_settings }}"
     set: namespace-policies
     prune: true
+
+- name: Apply the Profiles, then the contributor access in their namespaces
+  kfocp.kubeflow.tenancy:
+    settings: "{{ __profiles_settings }}"
+    steps:
+      - build: profiles
+        set: profiles
+      - build: profiles_access
+        set: profiles-access
+        prune: true
 """
 
 RETURN = r"""
@@ -95,6 +131,12 @@ pending:
   returned: with O(build=profiles_access) and O(state=present)
   type: list
   elements: str
+steps:
+  description: With O(steps), each step's build, set, whether it changed anything, and its summary.
+  returned: with O(steps)
+  type: list
+  elements: dict
+  sample: [{build: profiles, set: profiles, changed: false, summary: {unchanged: 2}}]
 api_warnings:
   description: Warnings the API server returned (deprecated APIs, unknown fields).
   returned: when there were any
@@ -105,19 +147,30 @@ api_warnings:
 from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.args import (
     AUTH_ARGS, ENGINE_ARGS, SET_ARGS, argspec, auth_params)
-from ansible_collections.kfocp.kubeflow.plugins.module_utils.runner import run_engine
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.runner import run_engine, run_steps
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.tenancy import BUILDS
 
 
 def main():
     spec = argspec(AUTH_ARGS, ENGINE_ARGS, SET_ARGS, {
-        "build": {"type": "str", "required": True, "choices": sorted(BUILDS)},
+        "build": {"type": "str", "choices": sorted(BUILDS)},
+        "steps": {"type": "list", "elements": "dict", "options": {
+            "build": {"type": "str", "required": True, "choices": sorted(BUILDS)},
+            "set": {"type": "str", "required": True},
+            "prune": {"type": "bool", "default": False},
+            "wait": {"type": "int", "default": 0},
+        }},
         "settings": {"type": "dict", "required": True},
         "wait": {"type": "int", "default": 0},
     })
-    module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
-    result, error = run_engine(module.params, auth_params(module.params), module.check_mode, module._diff,
-                               build=BUILDS[module.params["build"]], no_log_values=module.no_log_values)
+    module = AnsibleModule(argument_spec=spec, supports_check_mode=True, required_one_of=[("build", "steps")],
+                           mutually_exclusive=[("build", "steps")])
+    if module.params["steps"]:
+        result, error = run_steps(module.params, auth_params(module.params), module.params["steps"],
+                                  module.check_mode, module._diff, builds=BUILDS, no_log_values=module.no_log_values)
+    else:
+        result, error = run_engine(module.params, auth_params(module.params), module.check_mode, module._diff,
+                                   build=BUILDS[module.params["build"]], no_log_values=module.no_log_values)
     if error:
         module.fail_json(msg=error, **result)
     module.exit_json(**result)
