@@ -334,16 +334,24 @@ def list_or_none(kube, res, **kwargs):
         raise
 
 
-def labelled_objects(kube, instance, patched=True):
+def labelled_objects(kube, instance, patched=True, workers=16):
     """{(group, kind, namespace, name): object} of every kind that can be listed: the objects
     labelled kfocp.io/instance=<instance> and, with `patched`, those carrying its shared-patch
-    label patched.kfocp.io/<instance>. One served version per kind; Events are left out."""
+    label patched.kfocp.io/<instance>. One served version per kind; Events are left out. The
+    kinds are listed `workers` at a time."""
+    from concurrent.futures import ThreadPoolExecutor
     selectors = ["kfocp.io/instance=%s" % instance] + (["patched.kfocp.io/%s" % instance] if patched else [])
+    kinds = list(listable_kinds(kube, skip=(("", "Event"), ("", "ComponentStatus"), ("events.k8s.io", "Event"))))
+    jobs = [(kind, selector) for kind in kinds for selector in selectors]
+
+    def one(job):
+        (_group, _api_version, _kind, res), selector = job
+        return list_or_none(kube, res, label_selector=selector) or []
+
     found = {}
-    for group, api_version, kind, res in listable_kinds(kube, skip=(("", "Event"), ("", "ComponentStatus"),
-                                                                    ("events.k8s.io", "Event"))):
-        for selector in selectors:
-            for item in list_or_none(kube, res, label_selector=selector) or []:
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for ((group, api_version, kind, _res), _selector), items in zip(jobs, pool.map(one, jobs)):
+            for item in items:
                 meta = item["metadata"]
                 item.setdefault("apiVersion", api_version)
                 item.setdefault("kind", kind)

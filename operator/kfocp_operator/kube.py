@@ -135,6 +135,7 @@ class Informer(threading.Thread):
     - every event and bookmark moves the resourceVersion on; a watch that ends (the server's
       timeoutSeconds, a dropped connection, an idle read timeout) resumes from it, without a list;
     - 410 Gone (the version was compacted) lists again, reporting what changed meanwhile;
+    - a watch the server refuses lists again, except a 429 (come back later), which resumes;
     - failures reconnect after a capped, jittered backoff.
     `healthy()` says whether the watch is working now; `beat` is the time of its last progress."""
 
@@ -236,8 +237,13 @@ class Informer(threading.Thread):
             except (KubeError, urllib3.exceptions.HTTPError, OSError, ValueError) as err:
                 self.errors += 1
                 self.failing += 1
-                if isinstance(err, (KubeError, ValueError)) and not isinstance(err, urllib3.exceptions.HTTPError):
-                    self.version = None  # the server refused the watch, or sent nonsense: start from a list
+                if isinstance(err, (KubeError, ValueError)) and not isinstance(err, urllib3.exceptions.HTTPError) \
+                        and getattr(err, "status", None) != 429:
+                    # the server refused the watch, or sent nonsense: start from a list. A 429 asks
+                    # to come back later ("storage is (re)initializing": a restarted API server's
+                    # watch cache is filling): the version is still good, as after a dropped
+                    # connection.
+                    self.version = None
                 delay = retry_delay(self.failing)
                 LOG.warning("watch of %s interrupted (%s); reconnecting in %.1fs", self.res.plural, err, delay)
                 self.stop.wait(delay)

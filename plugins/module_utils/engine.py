@@ -156,7 +156,7 @@ class Engine:
         # the admission webhooks (last), wait for them.
         waiting, new_kinds = None, set()
         for phase in sorted(set(item.phase for item in items)):
-            if self.client.unreachable:
+            if self._cut_off(result):
                 break  # nothing more can be sent
             batch = [item for item in items if item.phase == phase]
             if waiting is not None and phase == o.PHASE_MAIN:
@@ -169,7 +169,7 @@ class Engine:
             if phase == o.PHASE_CRD:
                 waiting = [i for i in batch if i.action in (CREATED, UPDATED)]
                 new_kinds = set((kind[0], kind[1]) for i in waiting for kind in o.crd_kinds(i.obj))
-        if waiting is not None and not self.client.unreachable:
+        if waiting is not None and not self._cut_off(result):
             self._crds_ready(waiting, result)
         if result.errors:
             raise ApplyError(self._summary("apply failed", result), result)
@@ -179,6 +179,13 @@ class Engine:
             self._delete_owned(wanted, result, self.set, self.max_prune_share)
         self._finish(result, "prune failed")
         return result
+
+    def _cut_off(self, result):
+        """True when this run found the API server not answering: nothing more can be sent. A
+        long-lived client (the operator's) keeps the mark of an earlier outage until a request is
+        answered; that mark alone stops nothing: the run sends its objects, and the first answer
+        clears it."""
+        return bool(result.errors) and bool(self.client.unreachable)
 
     def _apply_batch(self, batch, result):
         self._resolve(batch, result)

@@ -203,6 +203,30 @@ def test_a_long_lived_client_finds_a_kind_installed_after_its_discovery(kube, co
         control_plane.kubectl("delete", "crd", "gadgets." + group, "--wait=false")
 
 
+def test_a_client_that_saw_an_outage_applies_once_the_server_answers_and_fails_while_it_does_not(
+        control_plane, instance):
+    """A long-lived client (the operator's fast path keeps one) remembers that the API server did
+    not answer until a request is answered. An apply made then sends its objects, and reports
+    what it did; while the server still does not answer, it fails. It never skips its objects and
+    reports success."""
+    from cluster import free_port
+    client = Client.from_params({"kubeconfig": str(control_plane.kubeconfig)}, retries=1, backoff=0.01)
+    client.resources()
+    server = client.host
+    client.host = "https://127.0.0.1:%d" % free_port()  # the API server is down
+    with pytest.raises(Exception, match="did not answer"):
+        client.request("GET", "/version")
+    assert client.unreachable
+    with pytest.raises(ApplyError, match="did not answer"):
+        Engine(client, instance=instance, set_name="test").apply([ns(instance), cm("a", instance, x="1")])
+    assert client.unreachable
+    client.host = server  # it is back
+    result = Engine(client, instance=instance, set_name="test").apply([ns(instance), cm("a", instance, x="1")])
+    assert result.counts()["created"] == 2, result.counts()
+    assert client.unreachable is None
+    assert get(client, "v1", "ConfigMap", "a", instance)["data"] == {"x": "1"}
+
+
 def test_shared_objects_get_fields_only_and_are_given_back(kube, instance, control_plane):
     control_plane.kubectl("create", "namespace", instance)
     control_plane.kubectl("label", "namespace", instance, "owner=them")

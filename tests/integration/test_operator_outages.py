@@ -6,8 +6,11 @@
   the API server, the operator recovers, new Users and namespaces get their objects within the
   latency target, no full run is repeated, nothing crashes.
 
+- at the end, every object kfocp manages (owned or patched) is, object by object and field by
+  field, what a clean reconcile of the same inputs makes.
+
 `make soak` runs the same scenario longer (KFOCP_OUTAGE_CHURN_SECONDS of churn of Users, namespaces
-and deletions between the restarts) and ends with a full run that finds nothing to change."""
+and deletions between the restarts) and first checks that a full run finds nothing to change."""
 import json
 import os
 import random
@@ -19,7 +22,8 @@ import uuid
 
 import pytest
 
-from helpers import ROOT, isolated_policies, wait_for
+import clusterdiff
+from helpers import ROOT, isolated_policies, labelled_objects, wait_for
 
 sys.path[:0] = [str(ROOT / "operator"), str(ROOT / "operator" / "hack")]
 
@@ -29,8 +33,9 @@ import measure  # noqa: E402
 OWN_PLANE = True  # the API server and etcd are restarted: no other test module may share them
 NS = launch.NAMESPACE
 ON = ("scc", "namespace_policies", "profiles")
-# Seconds of churn between the restarts: a few in make test, minutes in make soak.
-CHURN = float(os.environ.get("KFOCP_OUTAGE_CHURN_SECONDS", "5"))
+# Seconds of churn in all, spread over the three phases before the restarts: a few in make test, ten
+# minutes in make soak.
+CHURN = float(os.environ.get("KFOCP_OUTAGE_CHURN_SECONDS", "12"))
 # The fast path's target: a second on an idle host; on a shared, oversubscribed one (load above the
 # number of cores) every request waits for a core, so the bound grows with the load.
 TARGET = 1.0
@@ -257,22 +262,50 @@ def test_a_failed_fast_path_apply_is_retried_with_backoff(platform, operator, ku
     _record("fastpath_retry_recovered_s", round(time.monotonic() - started, 2))
 
 
-def _churn(kube, control_plane, platform, seconds, rng):
-    """Users, profile namespaces and deletions of kfocp's LimitRanges for `seconds`."""
-    limits = _res(kube, "v1", "LimitRange")
+# The sets whose deleted objects the fast path puts back (the churn deletes only those: a deletion in
+# another set starts a full run, which the test counts as work the outages caused).
+REPAIRED_SETS = ("namespace-policies", "profiles-access", "scc")
+
+
+def _phases(total, rng, count=3):
+    """`total` seconds of churn split into `count` phases of random lengths (each 0.5 to 1 times a
+    common scale), one before each restart."""
+    weights = [rng.uniform(0.5, 1.0) for _i in range(count)]
+    return [total * w / sum(weights) for w in weights]
+
+
+def _victims(kube, name):
+    """(kind, resource, namespace, name) of every LimitRange and RoleBinding of the instance that the
+    fast path puts back when deleted."""
+    found = []
+    for kind, api_version in (("LimitRange", "v1"), ("RoleBinding", "rbac.authorization.k8s.io/v1")):
+        res = _res(kube, api_version, kind)
+        for item in kube.list(res, label_selector="kfocp.io/instance=%s" % name):
+            meta = item["metadata"]
+            if (meta.get("labels") or {}).get("kfocp.io/set") in REPAIRED_SETS:
+                found.append((kind, res, meta["namespace"], meta["name"]))
+    return found
+
+
+def _churn(kube, control_plane, platform, operator, seconds, rng, rss):
+    """New Users, new profile namespaces, and deletions of kfocp's LimitRanges and RoleBindings
+    (namespace policies, contributor access, SCC grants) for `seconds`; the operator's RSS sampled
+    after each round into `rss`. Returns the latencies of each."""
     latencies = {"user": [], "namespace": [], "repair": []}
+    deleted = {}
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         latencies["user"].append(_new_user_gets_a_profile(kube, platform, timeout=30))
         latencies["namespace"].append(_new_namespace_gets_policies(kube, platform, timeout=30))
-        owned = kube.list(limits, label_selector="kfocp.io/instance=%s" % platform["name"])
-        spaces = [i["metadata"]["namespace"] for i in owned]
-        if spaces:
-            victim = rng.choice(spaces)
-            control_plane.kubectl("delete", "limitrange", "kfocp-limits", "-n", victim, "--wait=false")
-            latencies["repair"].append(_timed(lambda: kube.get(limits, "kfocp-limits", victim), 30,
-                                              "the LimitRange of %s back" % victim))
-    return latencies
+        victims = _victims(kube, platform["name"])
+        if victims:
+            kind, res, namespace, victim = rng.choice(victims)
+            control_plane.kubectl("delete", kind.lower(), victim, "-n", namespace, "--wait=false")
+            deleted[kind] = deleted.get(kind, 0) + 1
+            latencies["repair"].append(_timed(lambda: kube.get(res, victim, namespace), 30,
+                                              "the %s %s/%s back" % (kind, namespace, victim)))
+        rss.append(operator.rss())
+    return latencies, deleted
 
 
 def _idle(kube, name):
@@ -287,10 +320,15 @@ def test_api_server_and_etcd_restarts_under_the_operator(platform, operator, kub
     wait_for(lambda: _idle(kube, platform["name"]), 600, interval=1, what="no full run under way")
     runs_before = _metric(operator, "kfocp_operator_reconcile_total", {"kind": "kubeflow", "result": "success"})
     rss = [operator.rss()]
-    recovery, churn = [], {"user": [], "namespace": [], "repair": []}
-    for component, crash in (("kube-apiserver", False), ("etcd", False), ("kube-apiserver", True)):
-        for what, values in _churn(kube, control_plane, platform, CHURN * rng.uniform(0.5, 1.0), rng).items():
+    recovery, churn, deleted = [], {"user": [], "namespace": [], "repair": []}, {}
+    phases = _phases(CHURN, rng)
+    for (component, crash), seconds in zip((("kube-apiserver", False), ("etcd", False), ("kube-apiserver", True)),
+                                           phases):
+        latencies, kinds = _churn(kube, control_plane, platform, operator, seconds, rng, rss)
+        for what, values in latencies.items():
             churn[what] += values
+        for kind, count in kinds.items():
+            deleted[kind] = deleted.get(kind, 0) + count
         codes, stop = [], threading.Event()
         probe = threading.Thread(target=lambda: [codes.append(operator.get("/readyz")[0])
                                                  for _i in iter(lambda: stop.wait(0.1), True)])
@@ -320,10 +358,19 @@ def test_api_server_and_etcd_restarts_under_the_operator(platform, operator, kub
              "whitelist": [_new_namespace_gets_the_whitelist(kube, platform) for _i in range(3)]}
     runs_after = _metric(operator, "kfocp_operator_reconcile_total", {"kind": "kubeflow", "result": "success"})
     log = operator.log_path.read_text(errors="replace")
+    rss_mib = [round(r / 2 ** 20, 1) for r in rss if r]
     _record("restarts", {"recovery_s": recovery, "after_restarts_s": after,
-                         "churn_p50_p99_s": dict((k, measure.percentiles(v)) for k, v in churn.items() if v),
-                         "rss_mib": [round(r / 2 ** 20, 1) for r in rss if r], "full_runs": runs_after - runs_before,
-                         "churn_seconds": CHURN})
+                         "churn_latency_s": dict((k, measure.percentiles(v)) for k, v in churn.items() if v),
+                         "churn_deleted": deleted, "churn_seconds": CHURN,
+                         "churn_phases_s": [round(p, 1) for p in phases],
+                         "rss_mib": {"start": rss_mib[0], "max": max(rss_mib), "end": rss_mib[-1],
+                                     "samples": len(rss_mib)},
+                         "full_runs": runs_after - runs_before, "load_1m": round(os.getloadavg()[0], 1)})
+    spread = "; ".join("%s %s/%s/%s s (%d)" % (what, v["p50"], v["p95"], v["max"], v["count"])
+                       for what, v in sorted(FIGURES["restarts"]["churn_latency_s"].items()))
+    print("\nsoak: %.0f s of churn (%s), %s deleted; p50/p95/max: %s; operator RSS %s MiB (start/max/end)" % (
+        CHURN, " + ".join("%.0f" % p for p in phases), deleted, spread,
+        "/".join(str(FIGURES["restarts"]["rss_mib"][k]) for k in ("start", "max", "end"))))
     print("outage figures: %s" % json.dumps(FIGURES, sort_keys=True))
     assert "Traceback" not in log, log[-4000:]
     assert runs_after == runs_before, "restarts started full runs again (%d)" % (runs_after - runs_before)
@@ -339,3 +386,65 @@ def test_api_server_and_etcd_restarts_under_the_operator(platform, operator, kub
                                   {"kind": "kubeflow", "result": "success"}) > runs_after and _ready(kube, platform["name"]),
                   600, interval=1, what="a full run after the restarts")
     assert cr["status"]["lastRun"]["changed"] == 0, cr["status"]["lastRun"]
+
+
+def _settled(operator, kube, name):
+    """The CR idle and Ready, and the fast path with no work waiting (retries included)."""
+    return _idle(kube, name) and _metric(operator, "kfocp_operator_queue_depth", {"queue": "fastpath"}) == 0 \
+        and operator.get("/readyz")[0] == 200
+
+
+def test_the_cluster_ends_as_a_clean_reconcile_makes_it(platform, operator, kube, tmp_path):
+    """What the operator left after the churn, the deletions and the restarts, compared object by
+    object with what a clean reconcile of the same inputs makes, on the same cluster: the operator
+    is stopped and kfocp's objects read (owned and patched); everything of the instance is then
+    deleted and given back as uninstall does (Engine.delete_all), which leaves the inputs (the CR,
+    Users, Groups, the namespaces made here and their labels) as they were; an operator without the
+    fast path then makes one full run from that clean state, and kfocp's objects are read again.
+    A fresh control plane would need every input copied over, without the fields kfocp patched into
+    them; here the inputs are the same by construction, and the reference owes nothing to the fast
+    path, the watches or the outages. Any object or field that differs fails the test."""
+    from ansible_collections.kfocp.kubeflow.plugins.module_utils.engine import Engine
+    name = platform["name"]
+    timings = {}
+    started = time.monotonic()
+    wait_for(lambda: _settled(operator, kube, name), 300, interval=0.5,
+             what="the operator settled (no run under way, no fast-path work waiting)")
+    time.sleep(1.1)  # the queue gauge is sampled every second: a batch popped just before is applied by now
+    assert _settled(operator, kube, name)
+    operator.stop()
+    timings["settle_s"] = round(time.monotonic() - started, 1)
+    started = time.monotonic()
+    soaked = clusterdiff.snapshot(labelled_objects(kube, name))
+    assert soaked, "nothing labelled as %s's" % name
+    timings["read_s"] = round(time.monotonic() - started, 1)
+
+    started = time.monotonic()
+    Engine(kube, instance=name).delete_all(wait=True)
+    left = labelled_objects(kube, name)
+    assert not left, "still labelled as %s's after the clean-up: %s" % (name, sorted(left)[:20])
+    timings["clean_up_s"] = round(time.monotonic() - started, 1)
+
+    started = time.monotonic()
+    reference = launch.Operator(operator.kubeconfig, tmp_path / "reference.log",
+                                ["--default-reconcile-period", "24h", "--no-fast-path"])
+    try:
+        reference.start()
+        wait_for(lambda: _metric(reference, "kfocp_operator_reconcile_total",
+                                 {"kind": "kubeflow", "result": "success"}) >= 1 and _idle(kube, name),
+                 600, interval=1, what="a full run of the reference operator")
+    except AssertionError as err:
+        raise AssertionError("%s\n---- reference operator log (tail) ----\n%s" % (err, reference.log_tail()))
+    finally:
+        reference.stop()
+    cr = _ready(kube, name)
+    assert cr and cr["status"]["lastRun"]["failed"] == 0, (cr or {}).get("status")
+    timings["clean_reconcile_s"] = round(time.monotonic() - started, 1)
+    clean = clusterdiff.snapshot(labelled_objects(kube, name))
+
+    rows = clusterdiff.compare(soaked, clean)
+    _record("clean_reconcile_check", dict(timings, objects=len(soaked), kinds=sorted(set(k[1] for k in soaked)),
+                                          differences=len(rows)))
+    print("clean reconcile check: %s" % json.dumps(FIGURES["clean_reconcile_check"], sort_keys=True))
+    assert not rows, "%d difference(s) between the cluster after the outages and a clean reconcile's:\n%s" % (
+        len(rows), clusterdiff.report(rows, names=("after the outages", "clean reconcile")))

@@ -186,6 +186,17 @@ def test_an_error_status_lists_again(stream):
     assert seen == [("ADDED", "a")] and informer.errors == 1
 
 
+def test_a_429_resumes_from_its_version_without_a_list(stream):
+    """A restarted API server answers watches 429 ("storage is (re)initializing") while its watch
+    cache fills: the version is still good, so the watch comes back to it, as client-go's reflector
+    does."""
+    stream.lists = [([], 3)]
+    stream.watches = [[event("ADDED", ns("a", 4))], ("status", 429), ("status", 429), []]
+    informer, seen = run_informer(stream, lambda i, seen: len(stream.watch_queries()) >= 4)
+    assert [q["resourceVersion"] for q in stream.watch_queries()[:4]] == ["3", "4", "4", "4"]
+    assert informer.lists == 1 and informer.errors == 2 and seen == [("ADDED", "a")]
+
+
 def test_a_failing_watch_is_not_healthy_and_a_quiet_accepted_one_is(stream):
     stream.lists = [([], 3)]
     stream.watches = [("close",), ("close",), ("idle", [])]
