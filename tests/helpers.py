@@ -174,6 +174,17 @@ def subject_access_review(kube, user, groups, verb, resource, api_group="", name
     return bool(answer["status"].get("allowed")), answer["status"].get("reason", "")
 
 
+def mesh_vars(flavour, instance):
+    """The service_mesh role's variables for one flavour of an instance's own mesh (an existing
+    mesh: istio-system's istio-ingressgateway)."""
+    if flavour == "ossm2":
+        return {"service_mesh_namespace": instance + "-mesh"}
+    if flavour == "ossm3":
+        return {"service_mesh_namespace": instance + "-mesh",
+                "service_mesh_ossm3": {"name": instance, "cni_namespace": instance + "-cni"}}
+    return {"service_mesh_external": {"namespace": "istio-system", "gateway": "istio-ingressgateway"}}
+
+
 def components_only(instance, *managed):
     """Extravars for playbooks/components.yml that manage only the `managed` components (upstream's
     kubeflow-roles, say) and mark every other one removed."""

@@ -13,7 +13,7 @@ import pytest
 
 import standins
 from cluster import ControlPlane, build_istioctl
-from helpers import ROOT, components_only, run_playbook, wait_for
+from helpers import ROOT, components_only, mesh_vars, run_playbook, wait_for
 
 ROLES = str(ROOT / "tests" / "fixtures" / "playbooks" / "roles.yml")
 EXTERNAL_LABELS = {"app": "istio-ingressgateway", "istio": "ingressgateway"}
@@ -33,15 +33,6 @@ def plane(tmp_path):
         yield plane, Client.from_params({"kubeconfig": str(plane.kubeconfig)})
     finally:
         plane.destroy()
-
-
-def mesh_vars(flavour, instance):
-    if flavour == "ossm2":
-        return {"service_mesh_namespace": instance + "-mesh"}
-    if flavour == "ossm3":
-        return {"service_mesh_namespace": instance + "-mesh",
-                "service_mesh_ossm3": {"name": instance, "cni_namespace": instance + "-cni"}}
-    return {"service_mesh_external": {"namespace": "istio-system", "gateway": "istio-ingressgateway"}}
 
 
 def apply(plane, obj, manager):

@@ -15,7 +15,7 @@ from ansible_collections.kfocp.kubeflow.plugins.module_utils import authz
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import mesh
 from cluster import build_workloads
 import standins
-from helpers import ROOT, components_only, play_kfam_add_contributor, subject_access_review
+from helpers import ROOT, components_only, mesh_vars, play_kfam_add_contributor, subject_access_review
 
 
 # Roles of one flavour, in one play; the cluster-scoped fixture objects (CRDs, ClusterRoles) have fixed names.
@@ -33,15 +33,6 @@ def get(kube, api_version, kind, name, namespace=None):
 
 def items(kube, api_version, kind, namespace=None):
     return kube.list(kube.resource(api_version, kind), namespace=namespace)
-
-
-def mesh_vars(flavour, instance):
-    if flavour == "ossm2":
-        return {"service_mesh_namespace": instance + "-mesh"}
-    if flavour == "ossm3":
-        return {"service_mesh_namespace": instance + "-mesh",
-                "service_mesh_ossm3": {"name": instance, "cni_namespace": instance + "-cni"}}
-    return {"service_mesh_external": {"namespace": "istio-system", "gateway": "istio-ingressgateway"}}
 
 
 def gateway_pod_labels(kube, flavour, info):
