@@ -231,8 +231,11 @@ def targets(rows, operator=None, render_rows=None):
             add("%s no-op re-run at N=2000 <= 3 s" % name, "-", None)
     burst = (operator or {}).get("burst")
     if burst:
-        add("operator reaction to a burst p50 < 250 ms", "%.0f ms (%d namespaces)" % (burst["p50"] * 1000, burst["count"]),
-            burst["p50"] < 0.25)
+        floor = ("; the API server's floor: the limit client writes the whole burst's objects in %.2f s, "
+                 "so the first half of them take about %.0f ms" % (burst["limit_s"], burst["limit_s"] * 500)
+                 if burst.get("limit_s") else "")
+        add("operator reaction to a burst p50 < 250 ms", "%.0f ms (%d namespaces%s)" % (
+            burst["p50"] * 1000, burst["count"], floor), burst["p50"] < 0.25)
         add("operator reaction to a burst p99 < 1 s", "%.2f s (p95 %.2f s)" % (burst["p99"], burst["p95"]), burst["p99"] < 1)
     else:
         add("operator reaction to a burst p50 < 250 ms, p99 < 1 s", "-", None)
