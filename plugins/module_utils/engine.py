@@ -155,10 +155,13 @@ class Engine:
         # every object of another kind are applied; only the custom resources of those CRDs, and
         # the admission webhooks (last), wait for them.
         waiting, new_kinds = None, set()
+        served = set(self.client.resources())
         for phase in sorted(set(item.phase for item in items)):
             if self.client.unreachable:
                 break  # nothing more can be sent
             batch = [item for item in items if item.phase == phase]
+            if waiting is not None:
+                self._absent_by_kind(batch, self._fresh_kinds(waiting, served))
             if waiting is not None and phase == o.PHASE_MAIN:
                 self._apply_batch([i for i in batch if (i.ref.api_version, i.ref.kind) not in new_kinds], result)
                 batch = [i for i in batch if (i.ref.api_version, i.ref.kind) in new_kinds]
@@ -179,6 +182,25 @@ class Engine:
             self._delete_owned(wanted, result, self.set, self.max_prune_share)
         self._finish(result, "prune failed")
         return result
+
+    def _fresh_kinds(self, crd_items, served):
+        """The kinds of the CRDs this run created that no API served before it: none of their
+        objects can exist yet."""
+        if self.check:
+            return set()
+        return set((api_version, kind) for item in crd_items if item.action == CREATED
+                   for api_version, kind, _plural, _namespaced in o.crd_kinds(item.obj)
+                   if (api_version, kind) not in served)
+
+    def _absent_by_kind(self, batch, fresh):
+        """Mark the items of `fresh` kinds as absent, and this run's lists of those kinds as empty
+        (what prune scans), so that none is read: a LIST or GET each would only find nothing."""
+        for api_version, kind in fresh:
+            for shared in (False, True):
+                self._lists.setdefault((api_version, kind, shared), {})
+        for item in batch:
+            if (item.ref.api_version, item.ref.kind) in fresh and item.exists is None:
+                item.exists = False
 
     def _apply_batch(self, batch, result):
         self._resolve(batch, result)
@@ -297,7 +319,7 @@ class Engine:
         """Find the live state of every item: from the labelled LISTs, then existence of the rest."""
         by_kind = {}
         for item in batch:
-            if item.res is not None and item.action is None:
+            if item.res is not None and item.action is None and item.exists is None:
                 by_kind.setdefault((item.res, item.shared), []).append(item)
         jobs = []
         for (res, shared), kind_items in by_kind.items():
