@@ -243,20 +243,11 @@ def targets(rows, operator=None, render_rows=None):
             watch["rss_mib"] <= 150 if watch["namespaces"] >= 2000 else None)
     else:
         add("operator RSS <= 150 MiB at 2000 namespaces", "-", None)
-    by_render = dict((r["method"], r) for r in render_rows or [] if "error" not in r)
-    if "role" in by_render and "kubectl" in by_render:
-        speedup = by_render["kubectl"]["total_s"] / by_render["role"]["total_s"]
-        go = by_render.get("limit-go")
-        add("render case: components role >= 3x faster than kubectl", "%.2fx (role %.1f s, kubectl %.1f s%s)" % (
-            speedup, by_render["role"]["total_s"], by_render["kubectl"]["total_s"],
-            "; Go limit %.1f s, of which %.1f s waiting for CRDs to be Established: kubectl/Go limit %.1fx"
-            % (go["total_s"], go["established_s"], by_render["kubectl"]["total_s"] / go["total_s"]) if go else "")
-            + ("; the API server bounds it: even the Go limit is less than 3x faster than kubectl"
-               if go and by_render["kubectl"]["total_s"] / go["total_s"] < 3 else ""), speedup >= 3)
+    if render_rows:
+        measured, met = render.verdict(render_rows)
+        add("render case: components role >= 3x faster than kubectl", measured, met)
     else:
-        failed = [r for r in render_rows or [] if "error" in r]
-        add("render case: components role >= 3x faster than kubectl",
-            "; ".join("%s failed: %s" % (r["method"], r["error"].splitlines()[0][:160]) for r in failed) or "-", None)
+        add("render case: components role >= 3x faster than kubectl", "-", None)
     return out
 
 
