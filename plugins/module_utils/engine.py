@@ -671,7 +671,20 @@ class Engine:
             result.items = [entry for entry in result.items if not (entry["kind"] == item.ref.kind and
                                                                     entry["name"] == name)]
             result.record(item.ref, FAILED, message)
-        self.client.forget()
+        self._discovered([item for item in crd_items if item.ref.name not in pending], deadline)
+
+    def _discovered(self, crd_items, deadline):
+        """Wait until discovery lists the kinds of the Established CRDs: the API server adds them
+        to its discovery document shortly after it sets Established, and an object of a kind not
+        listed yet would fail as an unknown kind. Until the deadline; what is still missing then
+        fails with its objects, naming the kind."""
+        wanted = set((api_version, kind) for item in crd_items
+                     for api_version, kind, _plural, _namespaced in o.crd_kinds(item.obj))
+        while True:
+            missing = wanted - set(self.client.resources(refresh=True))
+            if not missing or time.monotonic() >= deadline:
+                return
+            time.sleep(0.1)
 
     def _watch_crds(self, res, pending, since, deadline):
         """Follow CRD changes after `since` until every pending CRD is Established or the deadline;

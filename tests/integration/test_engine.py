@@ -217,6 +217,39 @@ def test_the_kinds_of_a_crd_it_creates_are_not_read(kube, instance, control_plan
         engine(kube, instance).delete_all(wait=True)
 
 
+def test_custom_resources_wait_for_discovery_after_established(kube, instance, control_plane):
+    """The API server lists a new CRD's kinds in its discovery document shortly after it sets
+    Established (seen on 70 CRDs at once: the last one's custom resources failed as an unknown
+    kind). The engine waits for discovery too: here a client whose discovery lists the new kind
+    only from its fourth answer that could hold it."""
+    group = "%s.kfocp.test" % instance
+    crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+           "metadata": {"name": "sprockets." + group},
+           "spec": {"group": group, "scope": "Namespaced",
+                    "names": {"kind": "Sprocket", "plural": "sprockets", "singular": "sprocket"},
+                    "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
+                        "type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]}}
+    sprocket = {"apiVersion": group + "/v1", "kind": "Sprocket", "metadata": {"name": "s", "namespace": instance}}
+    client = Client.from_params({"kubeconfig": str(control_plane.kubeconfig)})
+    discover = client._discover
+    hidden = []
+
+    def lagging():
+        found = discover()
+        if (group + "/v1", "Sprocket") in found and len(hidden) < 3:
+            hidden.append(1)
+            del found[(group + "/v1", "Sprocket")]
+        return found
+
+    client._discover = lagging
+    try:
+        result = engine(client, instance).apply([crd, ns(instance), sprocket])
+        assert result.counts()["created"] == 3 and len(hidden) == 3
+        assert get(kube, group + "/v1", "Sprocket", "s", instance) is not None
+    finally:
+        engine(kube, instance).delete_all(wait=True)
+
+
 def test_a_long_lived_client_finds_a_kind_installed_after_its_discovery(kube, control_plane, instance, monkeypatch):
     from ansible_collections.kfocp.kubeflow.plugins.module_utils import client as client_module
     group = "%s.kfocp.test" % instance
