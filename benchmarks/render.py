@@ -360,8 +360,8 @@ def main(argv=None):
         rows = run(workdir, args.methods.split(","), args.component)
     print("\n" + table(rows))
     measured, met = verdict(rows)
-    print("\nrole >= %.0fx faster than kubectl: %s: %s" % (TARGET, {None: "not measured", True: "MET", False: "MISSED"}[met],
-                                                          measured))
+    shown = {None: "not measured", True: "MET", False: "MISSED"}[met]
+    print("\nrole >= %.0fx faster than kubectl: %s: %s" % (TARGET, shown, measured))
     for row in rows:
         if row.get("breakdown"):
             print("\nwhere the role's %.1f s go:" % row["total_s"])
