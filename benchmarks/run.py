@@ -4,6 +4,7 @@ plane; the operator's reaction latency and memory; run time across several clust
     python benchmarks/run.py                  # the full set (make bench)
     python benchmarks/run.py --quick          # a CI-sized subset (make bench QUICK=1)
     python benchmarks/run.py --sizes 5 --methods kfocp-roles,limit --no-operator --no-clusters --no-render
+    python benchmarks/run.py --only-render    # the render case alone, with its target line
 
 The Go limit (methods limit-go, limit-go-roles; benchmarks/limit) is built first, with go, into
 ~/.cache/kfocp (once per client-go version and source). The render case (benchmarks/render.py)
@@ -296,6 +297,8 @@ def main(argv=None):
     parser.add_argument("--no-operator", action="store_true", help="skip the operator's latency and RSS")
     parser.add_argument("--no-clusters", action="store_true", help="skip the run time across clusters")
     parser.add_argument("--no-render", action="store_true", help="skip the render case (benchmarks/render.py)")
+    parser.add_argument("--only-render", action="store_true",
+                        help="only the render case: no profile sizes, operator or clusters")
     parser.add_argument("--render-component", default=render.COMPONENT,
                         help="the components_catalog entry the render case's tree is (default %(default)s)")
     parser.add_argument("--out", default=str(RESULTS), help="directory for the JSON and the plot")
@@ -304,6 +307,8 @@ def main(argv=None):
     parser.add_argument("--clusters", help="cluster counts, comma-separated, instead of the set's")
     args = parser.parse_args(argv)
     profile, pairs = plan(args)
+    if args.only_render:
+        pairs, args.no_operator, args.no_clusters, args.no_render = [], True, True, False
     profile = dict(profile, **dict((k, getattr(args, k)) for k in ("burst", "watch", "clusters_n") if getattr(args, k)))
     if args.clusters:
         profile["clusters"] = [int(c) for c in args.clusters.split(",")]
@@ -333,8 +338,9 @@ def main(argv=None):
     doc["total_s"] = round(time.monotonic() - started, 1)
     stem = out_dir / ("bench-%s" % doc["when"])
     stem.with_suffix(".json").write_text(json.dumps(doc, indent=2))
-    plot(doc["rows"], stem.with_suffix(".png"))
-    print("\n" + table(doc["rows"]) + "\n")
+    if doc["rows"]:
+        plot(doc["rows"], stem.with_suffix(".png"))
+        print("\n" + table(doc["rows"]) + "\n")
     if doc.get("clusters"):
         print(clusters_table(doc["clusters"]) + "\n")
     if doc.get("render"):
@@ -351,7 +357,7 @@ def main(argv=None):
         print("%-60s %-12s %s" % (entry["target"], entry["verdict"], entry["measured"]))
     print("\n%d CPUs, load average %.1f at the start, %.1f at the end; %.0f s in all"
           % (doc["cpus"], doc["load1_start"], doc["load1_end"], doc["total_s"]))
-    print("results: %s\nplot: %s" % (stem.with_suffix(".json"), stem.with_suffix(".png")))
+    print("results: %s" % stem.with_suffix(".json") + ("\nplot: %s" % stem.with_suffix(".png") if doc["rows"] else ""))
     return 0
 
 
