@@ -344,6 +344,9 @@ def verdict(rows):
         elif go and role["fixed_s"] + go["total_s"] > need:
             text += (": even an apply as fast as the Go limit would give %.1f s, over %.1f s"
                      % (role["fixed_s"] + go["total_s"], need))
+        elif go:
+            text += (": the apply task needed %.1f s, %.2fx the Go limit's whole run"
+                     % (need - role["fixed_s"], (need - role["fixed_s"]) / go["total_s"]))
     return text, speedup >= TARGET
 
 
