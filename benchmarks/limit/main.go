@@ -6,7 +6,8 @@
 // protobuf first, JSON for custom resources), a bounded pool of concurrent PATCHes.
 //
 // Phases, each sent concurrently, in the order a cluster needs them: CustomResourceDefinitions,
-// then a wait (a watch) until every one is Established, then Namespaces, then everything else,
+// then a wait (a watch) until every one is Established and discovery lists its kinds, then
+// Namespaces, then everything else,
 // then admission webhook configurations last. It does none of what makes an installer safe
 // (ownership, labels, changed, prune); it measures what the API server can take.
 //
@@ -128,7 +129,7 @@ func run(kubeconfig, objectsFile string, workers int, manager string, timeout ti
 		}
 		phases["established_s"] = since(mark)
 		mark = time.Now()
-		if mapper, err = newMapper(disco); err != nil {
+		if mapper, err = discovered(ctx, disco, crds); err != nil {
 			return err
 		}
 		phases["rediscovery_s"] = since(mark)
@@ -158,6 +159,43 @@ func newMapper(disco discovery.DiscoveryInterface) (meta.RESTMapper, error) {
 		return nil, fmt.Errorf("discovery: %w", err)
 	}
 	return restmapper.NewDiscoveryRESTMapper(groups), nil
+}
+
+// discovered reads discovery until it lists every served version of every CRD's kind: the API
+// server adds them shortly after it sets Established.
+func discovered(ctx context.Context, disco discovery.DiscoveryInterface, crds []map[string]interface{}) (meta.RESTMapper, error) {
+	for {
+		mapper, err := newMapper(disco)
+		if err != nil {
+			return nil, err
+		}
+		missing := ""
+		for _, crd := range crds {
+			spec, _ := crd["spec"].(map[string]interface{})
+			group, _ := spec["group"].(string)
+			names, _ := spec["names"].(map[string]interface{})
+			kind, _ := names["kind"].(string)
+			versions, _ := spec["versions"].([]interface{})
+			for _, v := range versions {
+				version, _ := v.(map[string]interface{})
+				name, _ := version["name"].(string)
+				if served, ok := version["served"].(bool); ok && !served {
+					continue
+				}
+				if _, err := mapper.RESTMapping(schema.GroupKind{Group: group, Kind: kind}, name); err != nil {
+					missing = kind
+				}
+			}
+		}
+		if missing == "" {
+			return mapper, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("discovery does not list %s in time: %w", missing, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // path is the object's URL path, from the API server's discovery.

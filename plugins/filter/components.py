@@ -32,9 +32,7 @@ def components_assemble(rendered, options):
     except DefinitionError as err:
         raise AnsibleFilterError(str(err))
     if result["unmatched_images"]:
-        display.warning("components_image_prefixes matches none of these %d images, which are left as they are: %s. "
-                        "Where each is: %s" % (len(result["unmatched_images"]), ", ".join(result["unmatched_images"]),
-                                               "; ".join(result["mirror_warnings"])))
+        display.warning(manifests.unmatched_warning(result))
     return result
 
 

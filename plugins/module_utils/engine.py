@@ -155,10 +155,13 @@ class Engine:
         # every object of another kind are applied; only the custom resources of those CRDs, and
         # the admission webhooks (last), wait for them.
         waiting, new_kinds = None, set()
+        served = set(self.client.resources())
         for phase in sorted(set(item.phase for item in items)):
             if self._cut_off(result):
                 break  # nothing more can be sent
             batch = [item for item in items if item.phase == phase]
+            if waiting is not None:
+                self._absent_by_kind(batch, self._fresh_kinds(waiting, served))
             if waiting is not None and phase == o.PHASE_MAIN:
                 self._apply_batch([i for i in batch if (i.ref.api_version, i.ref.kind) not in new_kinds], result)
                 batch = [i for i in batch if (i.ref.api_version, i.ref.kind) in new_kinds]
@@ -186,6 +189,25 @@ class Engine:
         answered; that mark alone stops nothing: the run sends its objects, and the first answer
         clears it."""
         return bool(result.errors) and bool(self.client.unreachable)
+
+    def _fresh_kinds(self, crd_items, served):
+        """The kinds of the CRDs this run created that no API served before it: none of their
+        objects can exist yet."""
+        if self.check:
+            return set()
+        return set((api_version, kind) for item in crd_items if item.action == CREATED
+                   for api_version, kind, _plural, _namespaced in o.crd_kinds(item.obj)
+                   if (api_version, kind) not in served)
+
+    def _absent_by_kind(self, batch, fresh):
+        """Mark the items of `fresh` kinds as absent, and this run's lists of those kinds as empty
+        (what prune scans), so that none is read: a LIST or GET each would only find nothing."""
+        for api_version, kind in fresh:
+            for shared in (False, True):
+                self._lists.setdefault((api_version, kind, shared), {})
+        for item in batch:
+            if (item.ref.api_version, item.ref.kind) in fresh and item.exists is None:
+                item.exists = False
 
     def _apply_batch(self, batch, result):
         self._resolve(batch, result)
@@ -304,7 +326,7 @@ class Engine:
         """Find the live state of every item: from the labelled LISTs, then existence of the rest."""
         by_kind = {}
         for item in batch:
-            if item.res is not None and item.action is None:
+            if item.res is not None and item.action is None and item.exists is None:
                 by_kind.setdefault((item.res, item.shared), []).append(item)
         jobs = []
         for (res, shared), kind_items in by_kind.items():
@@ -656,7 +678,20 @@ class Engine:
             result.items = [entry for entry in result.items if not (entry["kind"] == item.ref.kind and
                                                                     entry["name"] == name)]
             result.record(item.ref, FAILED, message)
-        self.client.forget()
+        self._discovered([item for item in crd_items if item.ref.name not in pending], deadline)
+
+    def _discovered(self, crd_items, deadline):
+        """Wait until discovery lists the kinds of the Established CRDs: the API server adds them
+        to its discovery document shortly after it sets Established, and an object of a kind not
+        listed yet would fail as an unknown kind. Until the deadline; what is still missing then
+        fails with its objects, naming the kind."""
+        wanted = set((api_version, kind) for item in crd_items
+                     for api_version, kind, _plural, _namespaced in o.crd_kinds(item.obj))
+        while True:
+            missing = wanted - set(self.client.resources(refresh=True))
+            if not missing or time.monotonic() >= deadline:
+                return
+            time.sleep(0.1)
 
     def _watch_crds(self, res, pending, since, deadline):
         """Follow CRD changes after `since` until every pending CRD is Established or the deadline;

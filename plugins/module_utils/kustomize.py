@@ -12,6 +12,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import copy
 import glob
 import os
 import re
@@ -19,6 +20,7 @@ import shutil
 import subprocess
 import tarfile
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.objects import phase
 
@@ -317,6 +319,15 @@ def localise(root, components, mirrors, workdir):
     return copy
 
 
+def _concurrently(func, items, workers=4):
+    """[func(item) for item in items], a few at a time (each is a kustomize process); the first
+    failure in the items' order is raised."""
+    if len(items) <= 1:
+        return [func(item) for item in items]
+    with ThreadPoolExecutor(max_workers=min(workers, len(items))) as pool:
+        return list(pool.map(func, items))
+
+
 def build(params):
     """{component: [objects]} for every component in params['components'] ({name: [paths]}),
     and the source's description."""
@@ -325,11 +336,19 @@ def build(params):
     try:
         root, info = fetch(params, workdir)
         root = localise(root, params.get("components") or {}, params.get("remote_bases") or {}, workdir)
-        rendered = {}
-        for component in sorted(params.get("components") or {}):
+        components = params.get("components") or {}
+        jobs = []  # each path once, named by the first component that has it
+        for component in sorted(components):
+            jobs += [(component, path) for path in components[component] if path not in [j[1] for j in jobs]]
+        built = dict(zip([job[1] for job in jobs], _concurrently(
+            lambda job: build_path(kubectl, root, job[0], job[1], params.get("timeout") or 300), jobs)))
+        rendered, used = {}, set()
+        for component in sorted(components):
             objs = []
-            for path in params["components"][component]:
-                objs.extend(build_path(kubectl, root, component, path, params.get("timeout") or 300))
+            for path in components[component]:
+                # a path two components share is built once; each gets objects of its own to adapt
+                objs.extend(copy.deepcopy(built[path]) if path in used else built[path])
+                used.add(path)
             rendered[component] = objs
         info["kubectl"] = kubectl
         return rendered, info

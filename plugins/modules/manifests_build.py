@@ -65,6 +65,15 @@ options:
     description: Seconds allowed for the clone and for each build.
     type: int
     default: 600
+  adapt:
+    description:
+      - Adapt the rendered objects for OpenShift in the same run, with these options (those of the
+        P(kfocp.kubeflow.components_assemble#filter) filter - namespace, api_versions, scc, sidecar,
+        mirror, virtualservice, metadata_envoy, argo, principals, mesh_membership, take_over, render),
+        and return what that filter returns as RV(assembled) instead of RV(components).
+      - An upstream-sized render (hundreds of objects, megabytes of JSON) then goes through Ansible's
+        variables once instead of twice.
+    type: dict
 notes:
   - A component whose path has no kustomization, a kustomize build error (with kustomize's own
     message) and malformed YAML (with the file's path in the tree) fail the task, naming the
@@ -86,9 +95,16 @@ EXAMPLES = r"""
 RETURN = r"""
 components:
   description: The rendered objects of each component.
-  returned: success
+  returned: success, without O(adapt)
   type: dict
   sample: {katib: [{apiVersion: v1, kind: ServiceAccount, metadata: {name: katib-controller, namespace: kubeflow}}]}
+assembled:
+  description:
+    - With O(adapt), the adapted objects to apply or write (C(objects)), the SCC grants and their audit
+      table (C(grants), C(audit)), and the images to mirror (C(mirror), C(mirror_lines), C(unmatched_images),
+      C(mirror_warnings)), as the P(kfocp.kubeflow.components_assemble#filter) filter returns them.
+  returned: success, with O(adapt)
+  type: dict
 counts:
   description: How many objects each component rendered.
   returned: success
@@ -103,7 +119,9 @@ source:
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import manifests
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.kustomize import HAS_YAML, SourceError, build
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.objects import DefinitionError
 
 
 def main():
@@ -118,6 +136,7 @@ def main():
         "kubectl": {"type": "path"},
         "timeout": {"type": "int", "default": 600},
         "remote_bases": {"type": "dict", "default": {}},
+        "adapt": {"type": "dict"},
     }, supports_check_mode=True)
     if not HAS_YAML:
         module.fail_json(msg=missing_required_lib("PyYAML"))
@@ -125,8 +144,16 @@ def main():
         rendered, info = build(module.params)
     except SourceError as err:
         module.fail_json(msg=str(err))
-    module.exit_json(changed=False, components=rendered, source=info,
-                     counts=dict((name, len(objs)) for name, objs in rendered.items()))
+    counts = dict((name, len(objs)) for name, objs in rendered.items())
+    if module.params["adapt"] is None:
+        module.exit_json(changed=False, components=rendered, source=info, counts=counts)
+    try:
+        assembled = manifests.assemble(rendered, module.params["adapt"])
+    except DefinitionError as err:
+        module.fail_json(msg=str(err), source=info, counts=counts)
+    if assembled["unmatched_images"]:
+        module.warn(manifests.unmatched_warning(assembled))
+    module.exit_json(changed=False, assembled=assembled, source=info, counts=counts)
 
 
 if __name__ == "__main__":

@@ -667,6 +667,33 @@ def test_kustomize_names_the_malformed_file(tmp_path):
     assert "malformed YAML in applications/katib/upstream/installs/katib-with-kubeflow/katib-config.yaml" in text
 
 
+def test_kustomize_builds_each_path_once_and_gives_each_component_its_own_objects(tmp_path):
+    """The components' paths are built side by side, each once: a path that two components share
+    is not built twice, and each of them gets objects of its own (the transforms change them)."""
+    from ansible_collections.kfocp.kubeflow.plugins.module_utils import kustomize
+    try:
+        kubectl = kustomize.find_kubectl()
+    except kustomize.SourceError:
+        pytest.skip("no kubectl")
+    tree = tmp_path / "tree"
+    for name in ("x", "y", "z"):
+        (tree / name).mkdir(parents=True)
+        (tree / name / "kustomization.yaml").write_text("resources: [cm.yaml]\n")
+        (tree / name / "cm.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: %s}\n" % name)
+    log = tmp_path / "built.log"
+    wrapper = tmp_path / "kubectl"
+    wrapper.write_text('#!/bin/sh\necho "$2" >> %s\nexec %s "$@"\n' % (log, kubectl))
+    wrapper.chmod(0o755)
+    rendered, _info = kustomize.build({"source": "dir", "dir": str(tree), "kubectl": str(wrapper),
+                                       "components": {"a": ["x", "y"], "b": ["y"], "c": ["z"]}})
+    assert sorted(Path(line).name for line in log.read_text().split()) == ["x", "y", "z"]
+    assert dict((c, [o["metadata"]["name"] for o in objs]) for c, objs in rendered.items()) == \
+        {"a": ["x", "y"], "b": ["y"], "c": ["z"]}
+    assert rendered["a"][1] == rendered["b"][0] and rendered["a"][1] is not rendered["b"][0]
+    rendered["b"][0]["metadata"]["name"] = "changed"
+    assert rendered["a"][1]["metadata"]["name"] == "y"
+
+
 @pytest.mark.parametrize("url, ref, field", [
     ("--upload-pack=touch /tmp/kfocp-pwned", "v1", "components_git_url"),
     ("ext::sh -c touch% /tmp/kfocp-pwned", "v1", "components_git_url"),

@@ -954,3 +954,10 @@ def _plain(obj):
         if not annotations:
             obj["metadata"].pop("annotations")
     return obj
+
+
+def unmatched_warning(result):
+    """The warning for the images that no prefix of the mirror map matches, with where each is."""
+    return ("components_image_prefixes matches none of these %d images, which are left as they are: %s. Where each "
+            "is: %s" % (len(result["unmatched_images"]), ", ".join(result["unmatched_images"]),
+                        "; ".join(result["mirror_warnings"])))
