@@ -141,7 +141,7 @@ def _user(kube, platform, user):
 
 def _new_user_gets_a_profile(kube, platform, timeout=10):
     from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.profiles import profile_name
-    user = "u-%s" % uuid.uuid4().hex[:6]
+    user = "u-%s" % uuid.uuid4().hex[:10]
     started = time.monotonic()
     _user(kube, platform, user)
     profiles = _res(kube, "kubeflow.org/v1", "Profile")
@@ -150,7 +150,7 @@ def _new_user_gets_a_profile(kube, platform, timeout=10):
 
 
 def _new_namespace_gets_policies(kube, platform, timeout=10):
-    name = "%s-p%s" % (platform["name"], uuid.uuid4().hex[:4])
+    name = "%s-p%s" % (platform["name"], uuid.uuid4().hex[:10])
     limits = _res(kube, "v1", "LimitRange")
     started = time.monotonic()
     _namespace(kube, name, platform["labels"])
@@ -159,7 +159,7 @@ def _new_namespace_gets_policies(kube, platform, timeout=10):
 
 
 def _new_namespace_gets_the_whitelist(kube, platform, timeout=10):
-    name = "%s-o%s" % (platform["name"], uuid.uuid4().hex[:4])
+    name = "%s-o%s" % (platform["name"], uuid.uuid4().hex[:10])
     namespaces = _res(kube, "v1", "Namespace")
     started = time.monotonic()
     _namespace(kube, name)
@@ -175,7 +175,7 @@ def test_a_new_namespace_is_guarded_within_the_latency_target(platform, kube):
 
 
 def test_deleted_and_edited_objects_are_put_back_within_seconds(platform, kube, control_plane):
-    ns = "%s-p%s" % (platform["name"], uuid.uuid4().hex[:4])
+    ns = "%s-p%s" % (platform["name"], uuid.uuid4().hex[:10])
     _namespace(kube, ns, platform["labels"])
     limits = _res(kube, "v1", "LimitRange")
     bindings = _res(kube, "rbac.authorization.k8s.io/v1", "RoleBinding")
@@ -203,7 +203,7 @@ def test_deleted_and_edited_objects_are_put_back_within_seconds(platform, kube, 
 def test_a_groups_new_member_gets_its_access_at_once(platform, kube):
     groups = _res(kube, "user.openshift.io/v1", "Group")
     bindings = _res(kube, "rbac.authorization.k8s.io/v1", "RoleBinding")
-    member = "erin-%s" % uuid.uuid4().hex[:4]
+    member = "erin-%s" % uuid.uuid4().hex[:10]
     name = "user-%s-clusterrole-edit" % member
     group = kube.get(groups, platform["group"])
     started = time.monotonic()
