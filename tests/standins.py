@@ -334,6 +334,12 @@ def mesh_ready_status(generation, ready=True):
                             "lastTransitionTime": _now()}]}
 
 
+def _maistra_gateway_labels(name, gateway):
+    """The labels an additional ingress gateway of an SMCP gives its pods."""
+    labels = ((gateway.get("runtime") or {}).get("pod") or {}).get("metadata", {}).get("labels")
+    return dict(labels or {"istio": name})
+
+
 def maistra_network_policies(smcp, members):
     """The NetworkPolicies the Service Mesh 2 operator writes for a ServiceMeshControlPlane whose
     spec.security.manageNetworkPolicy is not false (its default is true), after its 2.x charts:
@@ -361,9 +367,8 @@ def maistra_network_policies(smcp, members):
     for name, gateway in sorted((gateways.get("additionalIngress") or {}).items()):
         if gateway.get("enabled", True):
             # the chart selects with the labels it gives the gateway's pods, so it always selects them
-            labels = ((gateway.get("runtime") or {}).get("pod") or {}).get("metadata", {}).get("labels")
             out.append(policy(name, gateway.get("namespace") or cp_ns,
-                              {"matchLabels": dict(labels or {"istio": name})}, [{}]))
+                              {"matchLabels": _maistra_gateway_labels(name, gateway)}, [{}]))
     for member in members:
         out.append(policy("istio-mesh-" + rev, member, {}, from_members))
         out.append(policy("istio-expose-route-" + rev, member,
@@ -446,8 +451,7 @@ def maistra_gateway_objects(smcp):
     for name, gateway in sorted(gateways.items()):
         if not gateway.get("enabled", True):
             continue
-        labels = dict(((gateway.get("runtime") or {}).get("pod") or {}).get("metadata", {}).get("labels")
-                      or {"istio": name}, app=name)
+        labels = dict(_maistra_gateway_labels(name, gateway), app=name)
         ports = [dict(p) for p in (gateway.get("service") or {}).get("ports") or []]
         out += ingress_gateway_objects(name, gateway.get("namespace") or smcp["metadata"]["namespace"], labels, ports,
                                        "registry.redhat.io/openshift-service-mesh/proxyv2-rhel9:2.6")

@@ -178,7 +178,7 @@ def set_namespace(objs, new, old="kubeflow"):
     if new == old:
         return copy.deepcopy(objs)
     host = re.compile(r"(?<=[a-z0-9-]\.)%s(?=\.svc\b)" % re.escape(old))
-    move_gateway = _gateway_refs(objs, old)
+    move_gateway = _gateway_refs(objs, old, new)
     out = []
     for obj in objs:
         obj = copy.deepcopy(obj)
@@ -203,21 +203,21 @@ def set_namespace(objs, new, old="kubeflow"):
         annotations = meta.get("annotations") or {}
         if annotations.get("cert-manager.io/inject-ca-from", "").startswith(old + "/"):
             annotations["cert-manager.io/inject-ca-from"] = new + annotations["cert-manager.io/inject-ca-from"][len(old):]
+        # service hosts, and references to the moved Gateways: VirtualServices' spec.gateways,
+        # controllers' ISTIO_GATEWAY, KServe's ingressGateway, Knative's gateway.<ns>.<name> keys
         if kind in ("VirtualService", "ConfigMap", "DestinationRule", "Certificate", "AuthorizationPolicy"):
-            obj = _walk_strings(obj, lambda key, value: host.sub(new, value), skip_keys=("metadata",))
-        # references to the moved Gateways: VirtualServices' spec.gateways, controllers'
-        # ISTIO_GATEWAY, KServe's ingressGateway, Knative's gateway.<ns>.<name> keys
-        if kind != "CustomResourceDefinition":
-            obj = _walk_strings(obj, lambda key, value: move_gateway(value, new), skip_keys=("metadata",))
+            obj = _walk_strings(obj, lambda key, value: move_gateway(host.sub(new, value)), skip_keys=("metadata",))
+        elif kind != "CustomResourceDefinition":
+            obj = _walk_strings(obj, lambda key, value: move_gateway(value), skip_keys=("metadata",))
         if kind == "ConfigMap" and isinstance(obj.get("data"), dict):
-            obj["data"] = dict((move_gateway(k, new), v) for k, v in obj["data"].items())
+            obj["data"] = dict((move_gateway(k), v) for k, v in obj["data"].items())
         out.append(obj)
     return out
 
 
-def _gateway_refs(objs, old):
+def _gateway_refs(objs, old, new):
     """A function that moves references to the Istio Gateways the render puts in namespace `old`
-    (<old>/<name>, and Knative's gateway.<old>.<name>) to another namespace: upstream's
+    (<old>/<name>, and Knative's gateway.<old>.<name>) to namespace `new`: upstream's
     kubeflow-gateway (istio-resources may be rendered in another run) and any in the render."""
     names = sorted(set([UPSTREAM_GATEWAY]) | set(
         o["metadata"]["name"] for o in objs if o.get("kind") == "Gateway"
@@ -228,7 +228,7 @@ def _gateway_refs(objs, old):
     slash = re.compile(r"%s%s/(%s)%s" % (edge, re.escape(old), alternatives, end))
     knative = re.compile(r"%sgateway\.%s\.(%s)%s" % (edge, re.escape(old), alternatives, end))
 
-    def move(value, new):
+    def move(value):
         return knative.sub(lambda m: "gateway.%s.%s" % (new, m.group(1)),
                            slash.sub(lambda m: "%s/%s" % (new, m.group(1)), value))
     return move
