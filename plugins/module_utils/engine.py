@@ -46,7 +46,7 @@ class ApplyError(Exception):
 
 class Item:
     __slots__ = ("index", "ref", "obj", "mode", "shared", "set", "phase", "res", "live", "exists", "action", "diff",
-                 "force", "manager", "adopt", "applied")
+                 "force", "manager", "adopt", "applied", "partial")
 
     def __init__(self, index, obj, mode, set_name=None, force=False, manager=o.MANAGER, adopt=False):
         self.index = index
@@ -62,7 +62,8 @@ class Item:
         # a shared Namespace is never created, so nothing waits for it: it goes with the rest
         self.phase = o.PHASE_MAIN if self.shared and self.ref.kind == "Namespace" else o.phase(self.ref.kind)
         self.res = None
-        self.live = None      # the live object when kfocp had labelled it (full), else None
+        self.live = None      # the live object when kfocp had labelled it, else None
+        self.partial = False  # True when `live` holds its metadata only (a PartialObjectMetadata)
         self.exists = None    # True/False when known, None when it must be looked up
         self.action = None
         self.diff = None
@@ -135,6 +136,7 @@ class Engine:
         # any), so that a wrong input that empties the desired state cannot empty the cluster
         self.max_prune_share = max_prune_share
         self._lists = {}
+        self._partial = set()  # the keys of _lists read as metadata only
         self._prune = False
         self._deleted = []
 
@@ -144,7 +146,7 @@ class Engine:
         """Make the API hold `definitions`; with `prune`, delete what this set owned before and no
         longer wants. Bad input fails before any change."""
         result = Result()
-        self._lists = {}  # the live state is read anew by every run
+        self._lists, self._partial = {}, set()  # the live state is read anew by every run
         self._prune = prune
         items = self._plan(definitions)
         wanted = set(_unversioned(item.ref) for item in items)
@@ -311,11 +313,16 @@ class Engine:
                     result.record(item.ref, FAILED, str(err))
 
     def _owned_list(self, res, shared):
-        """kfocp's labelled objects of one kind, by (namespace, name); one LIST per kind and run."""
+        """kfocp's labelled objects of one kind, by (namespace, name); one LIST per kind and run.
+        Those kfocp owns are read as metadata only, unless check or diff mode shows them: their
+        digest and kfocp's managed fields tell whether they are as desired (_settled)."""
         key = (res.api_version, res.kind, shared)
         if key not in self._lists:
             selector = o.patched_selector(self.instance) if shared else o.owner_selector(self.instance)
-            items = self.client.list(res, label_selector=selector)
+            partial = not (shared or self.check or self.diff)
+            items = self.client.list(res, label_selector=selector, metadata_only=partial)
+            if partial:
+                self._partial.add(key)
             for item in items:  # LIST items carry no apiVersion and kind
                 item["apiVersion"], item["kind"] = res.api_version, res.kind
             self._lists[key] = dict((((i["metadata"].get("namespace") or ""), i["metadata"]["name"]), i)
@@ -347,6 +354,7 @@ class Engine:
             found = live.get((item.ref.namespace, item.ref.name))
             if found is not None:
                 item.live, item.exists = found, True
+                item.partial = (res.api_version, res.kind, shared) in self._partial
             else:
                 missing.append(item)
         if len(missing) > _GET_LIMIT:
@@ -363,7 +371,10 @@ class Engine:
     def _settled(self, item):
         """(UNCHANGED, None) when the object kfocp labelled is already as desired: no request, no
         thread. None when it needs _apply_one."""
-        if item.live is not None and o.up_to_date(item.live, item.obj):
+        if item.live is None:
+            return None
+        if o.unchanged_since_applied(item.live, item.obj, item.manager) if item.partial \
+                else o.up_to_date(item.live, item.obj):
             return UNCHANGED, None
         return None
 
@@ -392,7 +403,9 @@ class Engine:
                 return outcome
             taken = o.describe(ref)
         before = item.live if item.live is not None else foreign
-        if item.live is not None and o.up_to_date(item.live, item.obj):
+        # (a metadata-only live object that _settled did not find as desired is applied: the
+        # answer's resourceVersion tells whether anything changed)
+        if item.live is not None and not item.partial and o.up_to_date(item.live, item.obj):
             return UNCHANGED, None
         try:
             after = self.client.apply(item.res, item.obj, item.manager, force=self.force or item.force,

@@ -363,11 +363,58 @@ def contains(live, desired, quantities=False):
 def up_to_date(live, prepared):
     """True when applying `prepared` to `live` would change nothing: the desired state is the
     same as when kfocp last applied it (digest), and every desired field still holds its value."""
+    return _same_digest(live, prepared) and contains(live, prepared)
+
+
+def _same_digest(live, prepared):
+    """True when the digest of the desired state on `live` is that of `prepared`."""
     want = prepared["metadata"]["annotations"]
     key = next(k for k in want if k.startswith(HASH))
-    live_hash = ((live.get("metadata") or {}).get("annotations") or {}).get(key)
-    want_hash = want[key]
-    return live_hash == want_hash and contains(live, prepared)
+    return ((live.get("metadata") or {}).get("annotations") or {}).get(key) == want[key]
+
+
+def applied_fields(live, manager):
+    """The fields `manager` holds on `live` by server-side apply (its managedFields entry, in the
+    fieldsV1 form), or None when it holds none."""
+    for entry in (live.get("metadata") or {}).get("managedFields") or []:
+        if entry.get("manager") == manager and entry.get("operation") == "Apply" and not entry.get("subresource"):
+            return entry.get("fieldsV1") or {}
+    return None
+
+
+def holds_fields(node, desired):
+    """True when the field set `node` holds every field of `desired`. A node without children is
+    a field owned as a whole: a scalar, an atomic list or an atomic struct. Items of associative
+    lists (k:, v:, i:) are not matched to the desired items: False, the object is read in full."""
+    if not node:
+        return True
+    if any(not key.startswith("f:") and key != "." for key in node):
+        return False
+    if not isinstance(desired, dict):
+        return False
+    for key, value in desired.items():
+        if value is None:
+            continue
+        child = node.get("f:" + key)
+        if child is None or not holds_fields(child, value):
+            return False
+    return True
+
+
+def unchanged_since_applied(meta_live, prepared, manager):
+    """True when `prepared` is what `manager` last applied to the object (the digest) and it still
+    holds every field of it: read from metadata alone (a PartialObjectMetadata). A writer who
+    changed or removed one of those fields took it from `manager` (server-side apply moves a
+    changed field to its writer), so the object then needs its full comparison, or an apply."""
+    if not _same_digest(meta_live, prepared):
+        return False
+    fields = applied_fields(meta_live, manager)
+    if fields is None:
+        return False
+    body = dict((key, value) for key, value in prepared.items() if key not in ("apiVersion", "kind", "metadata"))
+    body["metadata"] = dict((key, value) for key, value in prepared["metadata"].items()
+                            if key not in ("name", "namespace"))
+    return holds_fields(fields, body)
 
 
 def strip(obj):

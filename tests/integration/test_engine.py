@@ -451,6 +451,53 @@ def test_prune_reads_the_applied_kinds_once(kube, instance, control_plane):
     assert get(kube, "v1", "ConfigMap", "b", instance) is None
 
 
+def _update(kube, obj, patch, manager="someone-else"):
+    """Another writer's merge patch (an Update, as kubectl edit or a controller makes)."""
+    res = kube.resource(obj["apiVersion"], obj["kind"])
+    meta = obj["metadata"]
+    kube.request("PATCH", kube.path(res, meta.get("namespace"), meta["name"]), query={"fieldManager": manager},
+                 body=patch, content_type="application/merge-patch+json")
+
+
+def test_a_run_reads_metadata_only_and_still_finds_what_another_writer_changed(kube, instance, control_plane):
+    """kfocp's objects are listed as metadata only: the digest and kfocp's managed fields tell
+    which are as applied. Whatever another writer changed or removed of kfocp's fields is found
+    (and put back, or refused as a conflict); what it only repeated, or added beside them, costs
+    no write."""
+    objs = [ns(instance)] + [cm(name, instance, x="1", y="2") for name in "abcde"]
+    engine(kube, instance).apply(objs, prune=True)
+    _update(kube, objs[1], {"data": {"x": "edited"}})                          # a value changed
+    _update(kube, objs[2], {"data": {"y": None}})                              # a field removed
+    _update(kube, objs[3], {"metadata": {"labels": {o.SET: None}}})            # kfocp's label removed
+    _update(kube, objs[4], {"data": {"x": "1"}})                               # the same value again
+    _update(kube, objs[5], {"data": {"theirs": "z"}})                          # a field of its own
+    client = Client.from_params({"kubeconfig": str(control_plane.kubeconfig)})
+    sent = []
+    send = client.request
+
+    def recording(method, path, query=None, accept="application/json", **kwargs):
+        sent.append((method, path, accept))
+        return send(method, path, query=query, accept=accept, **kwargs)
+
+    client.request = recording
+    with pytest.raises(ApplyError) as failed:
+        engine(client, instance).apply(objs, prune=True)
+    # a value another writer changed is theirs now: named, never overwritten without force
+    assert ".data.x (owned by someone-else)" in str(failed.value)
+    result = failed.value.result
+    assert sorted((i["name"], i["action"]) for i in result.items if i["action"] != "unchanged") == [
+        ("a", "failed"), ("b", "updated"), ("c", "updated")]
+    lists = [s for s in sent if s[:2] == ("GET", "/api/v1/configmaps")]
+    assert lists and all("PartialObjectMetadataList" in s[2] for s in lists), lists
+    assert sorted(s[1].rsplit("/", 1)[1] for s in sent if s[0] == "PATCH") == ["a", "b", "c"]
+    assert get(kube, "v1", "ConfigMap", "b", instance)["data"] == {"x": "1", "y": "2"}
+    assert get(kube, "v1", "ConfigMap", "c", instance)["metadata"]["labels"][o.SET] == "test"
+    assert get(kube, "v1", "ConfigMap", "e", instance)["data"] == {"x": "1", "y": "2", "theirs": "z"}
+    assert engine(kube, instance, force=True).apply(objs, prune=True).counts()["updated"] == 1
+    assert get(kube, "v1", "ConfigMap", "a", instance)["data"] == {"x": "1", "y": "2"}
+    assert not engine(kube, instance).apply(objs, prune=True).changed
+
+
 def test_prune_refuses_to_empty_most_namespaces_and_names_what_it_would_remove(kube, instance):
     """A desired state emptied by a wrong input (a selector that selects nothing) must not empty
     the set's namespaces: prune stops before deleting anything, and names the objects. A change

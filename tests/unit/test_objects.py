@@ -1,4 +1,5 @@
 """Table tests of the pure object helpers."""
+import json
 from decimal import Decimal
 
 import pytest
@@ -183,3 +184,65 @@ def test_adopt_annotation_is_read_and_never_sent():
     assert o.adopted(obj) and not o.adopted({"metadata": {}})
     prepared = o.prepare(obj, "i", "s")[0]
     assert o.ADOPT not in prepared["metadata"]["annotations"]
+
+
+def _meta_live(prepared, fields, manager="kfocp", digest=None, operation="Apply", subresource=None):
+    """A PartialObjectMetadata of `prepared` as the API server lists it, `manager` holding `fields`."""
+    meta = dict(prepared["metadata"])
+    if digest is not None:
+        meta["annotations"] = dict(meta["annotations"], **{o.HASH: digest})
+    entry = {"manager": manager, "operation": operation, "fieldsType": "FieldsV1", "fieldsV1": fields}
+    if subresource:
+        entry["subresource"] = subresource
+    meta["managedFields"] = [{"manager": "someone", "operation": "Update", "fieldsV1": {"f:data": {"f:z": {}}}},
+                             entry]
+    return {"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata", "metadata": meta}
+
+
+_BINDING = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": {"name": "b", "namespace": "ns", "labels": {"team": "a"}},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"},
+            "subjects": [{"kind": "User", "name": "u"}], "status": None}
+# what kube-apiserver 1.36 records for kfocp's apply of _BINDING: roleRef is an atomic struct and
+# subjects an atomic list, each one field owned as a whole
+_BINDING_FIELDS = {"f:metadata": {"f:annotations": {"f:kfocp.io/applied-hash": {}},
+                                  "f:labels": {"f:team": {}, "f:app.kubernetes.io/managed-by": {},
+                                               "f:app.kubernetes.io/part-of": {}, "f:kfocp.io/instance": {},
+                                               "f:kfocp.io/set": {}}},
+                   "f:roleRef": {}, "f:subjects": {}}
+
+
+def _without(fields, *path):
+    fields = json.loads(json.dumps(fields))
+    node = fields
+    for key in path[:-1]:
+        node = node[key]
+    del node[path[-1]]
+    return fields
+
+
+@pytest.mark.parametrize("case, live, expected", [
+    ("as applied", lambda p: _meta_live(p, _BINDING_FIELDS), True),
+    ("another writer took a label", lambda p: _meta_live(p, _without(_BINDING_FIELDS, "f:metadata", "f:labels",
+                                                                     "f:team")), False),
+    ("another writer took the atomic list", lambda p: _meta_live(p, _without(_BINDING_FIELDS, "f:subjects")), False),
+    ("the desired state changed since", lambda p: _meta_live(p, _BINDING_FIELDS, digest="0123456789abcdef"), False),
+    ("kfocp holds nothing", lambda p: _meta_live(p, _BINDING_FIELDS, manager="kfocp-other-set"), False),
+    ("an Update is not kfocp's apply", lambda p: _meta_live(p, _BINDING_FIELDS, operation="Update"), False),
+    ("a status apply is not the object's", lambda p: _meta_live(p, _BINDING_FIELDS, subresource="status"), False),
+    ("items of an associative list cannot be told apart", lambda p: _meta_live(
+        p, dict(_BINDING_FIELDS, **{"f:subjects": {"k:{\"name\":\"u\"}": {".": {}, "f:kind": {}}}})), False),
+    ("no managed fields at all", lambda p: {"metadata": dict(p["metadata"], managedFields=None)}, False),
+])
+def test_unchanged_since_applied_reads_the_digest_and_kfocps_managed_fields(case, live, expected):
+    prepared = o.prepare(_BINDING, "kfocp", "test")[0]
+    assert o.unchanged_since_applied(live(prepared), prepared, "kfocp") is expected, case
+
+
+def test_a_granular_map_must_hold_each_desired_key():
+    desired = {"spec": {"selector": {"matchLabels": {"a": "1", "b": "2"}}, "empty": {}, "gone": None}}
+    held = {"f:spec": {"f:selector": {"f:matchLabels": {".": {}, "f:a": {}, "f:b": {}}}, "f:empty": {}}}
+    assert o.holds_fields(held, desired)
+    assert not o.holds_fields(_without(held, "f:spec", "f:selector", "f:matchLabels", "f:b"), desired)
+    assert not o.holds_fields({"f:spec": {"f:selector": {"f:matchLabels": {"f:a": {}}, "f:x": {}}}},
+                              {"spec": {"selector": "atomic-value"}})
