@@ -27,7 +27,7 @@ def read(path, total_s):
         by_name[name] = round(by_name.get(name, 0) + seconds, 3)
     return {"total_s": round(total_s, 2), "startup_s": doc["startup_s"], "parse_s": doc["parse_s"],
             "tasks_s": doc["tasks_s"], "exit_s": round(max(0.0, total_s - doc["end_s"]), 3),
-            "tasks": sorted(by_name.items(), key=lambda item: -item[1])}
+            "tasks": sorted(by_name.items(), key=lambda item: -item[1]), "stages": doc.get("stages") or {}}
 
 
 def lines(breakdown, top=10):
@@ -36,7 +36,14 @@ def lines(breakdown, top=10):
         return ["  (no timing)"]
     out = ["  %6.2f s  start-up before the first task (Python, Ansible, inventory; playbook parse %.2f s)"
            % (breakdown["startup_s"], breakdown["parse_s"])]
-    out += ["  %6.2f s  %s" % (seconds, name) for name, seconds in breakdown["tasks"][:top]]
+    for name, seconds in breakdown["tasks"][:top]:
+        out.append("  %6.2f s  %s" % (seconds, name))
+        stages = (breakdown.get("stages") or {}).get(name)
+        if stages:
+            inside = sum(stages.values())
+            out += ["  %14.2f s  %s" % (part, stage) for stage, part in stages.items()]
+            out.append("  %14.2f s  module start, arguments and result (the task's time outside these)"
+                       % max(0.0, seconds - inside))
     rest = breakdown["tasks"][top:]
     if rest:
         out.append("  %6.2f s  %d other tasks" % (sum(s for _task, s in rest), len(rest)))

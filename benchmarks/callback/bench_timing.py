@@ -2,7 +2,8 @@
 time from the process's launch ($KFOCP_BENCH_LAUNCHED, epoch seconds, set by the caller just
 before it starts ansible-playbook) to the first task (Python and Ansible start-up, inventory and
 playbook parsing), and each task's wall time (argument specs validation, set_fact templating,
-every module), in order."""
+every module), in order; and, for the tasks whose module reports it (kfocp's apply and tenancy
+modules' `timing`), the seconds of each stage inside the module."""
 import json
 import os
 import time
@@ -30,6 +31,7 @@ class CallbackModule(CallbackBase):
         self._tasks = []
         self._current = None
         self._playbook_start = None
+        self._stages = {}
 
     def v2_playbook_on_start(self, playbook):
         self._playbook_start = time.time()
@@ -49,6 +51,13 @@ class CallbackModule(CallbackBase):
     def v2_playbook_on_handler_task_start(self, task):
         self.v2_playbook_on_task_start(task, False)
 
+    def v2_runner_on_ok(self, result):
+        timing = result._result.get("timing")
+        if isinstance(timing, dict):
+            stages = self._stages.setdefault(result._task.get_name(), {})
+            for stage, seconds in timing.items():
+                stages[stage] = round(stages.get(stage, 0) + seconds, 3)
+
     def v2_playbook_on_stats(self, stats):
         self._close()
         path = os.environ.get("KFOCP_BENCH_TIMING")
@@ -57,7 +66,7 @@ class CallbackModule(CallbackBase):
         first = getattr(self, "_first", time.time())
         doc = {"startup_s": round(first - self._launched, 3),
                "parse_s": round(first - (self._playbook_start or first), 3),
-               "tasks": self._tasks, "tasks_s": round(sum(t[1] for t in self._tasks), 3),
+               "tasks": self._tasks, "stages": self._stages, "tasks_s": round(sum(t[1] for t in self._tasks), 3),
                "end_s": round(time.time() - self._launched, 3)}
         with open(path, "w") as handle:
             json.dump(doc, handle)

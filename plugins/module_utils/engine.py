@@ -17,6 +17,7 @@ __metaclass__ = type
 
 import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 
 from ansible_collections.kfocp.kubeflow.plugins.module_utils import objects as o
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import KubeError, UnknownKind
@@ -76,6 +77,16 @@ class Result:
         self.errors = []
         self.warnings = []
         self.adopted = []  # objects someone else created that this run took over
+        self.timing = {}  # seconds spent in each stage of the run
+
+    @contextmanager
+    def timed(self, stage):
+        """Add the seconds the block takes to `stage` in `timing`."""
+        started = time.monotonic()
+        try:
+            yield
+        finally:
+            self.timing[stage] = round(self.timing.get(stage, 0) + time.monotonic() - started, 3)
 
     def record(self, ref, action, message=None):
         entry = {"apiVersion": ref.api_version, "kind": ref.kind, "name": ref.name, "action": action}
@@ -112,6 +123,8 @@ class Result:
             out["left_alone"] = skipped
         if self.errors:
             out["failures"] = list(self.errors)
+        if self.timing:
+            out["timing"] = dict(self.timing)
         return out
 
 
@@ -148,7 +161,8 @@ class Engine:
         result = Result()
         self._lists, self._partial = {}, set()  # the live state is read anew by every run
         self._prune = prune
-        items = self._plan(definitions)
+        with result.timed("plan"):
+            items = self._plan(definitions)
         wanted = set(_unversioned(item.ref) for item in items)
         # One failure does not stop the rest: every phase is applied as far as it can be (an object
         # whose CRD or namespace failed fails in turn, naming its kind or namespace), and the run
@@ -168,20 +182,23 @@ class Engine:
                 self._apply_batch([i for i in batch if (i.ref.api_version, i.ref.kind) not in new_kinds], result)
                 batch = [i for i in batch if (i.ref.api_version, i.ref.kind) in new_kinds]
             if waiting is not None and phase >= o.PHASE_MAIN:
-                self._crds_ready(waiting, result)
+                with result.timed("wait"):
+                    self._crds_ready(waiting, result)
                 waiting = None
             self._apply_batch(batch, result)
             if phase == o.PHASE_CRD:
                 waiting = [i for i in batch if i.action in (CREATED, UPDATED)]
                 new_kinds = set((kind[0], kind[1]) for i in waiting for kind in o.crd_kinds(i.obj))
         if waiting is not None and not self._cut_off(result):
-            self._crds_ready(waiting, result)
+            with result.timed("wait"):
+                self._crds_ready(waiting, result)
         if result.errors:
             raise ApplyError(self._summary("apply failed", result), result)
         if prune:
             if not self.set:
                 raise o.DefinitionError("prune needs a set: the objects it may delete are those of the same set")
-            self._delete_owned(wanted, result, self.set, self.max_prune_share)
+            with result.timed("prune"):
+                self._delete_owned(wanted, result, self.set, self.max_prune_share)
         self._finish(result, "prune failed")
         return result
 
@@ -212,9 +229,11 @@ class Engine:
                 item.exists = False
 
     def _apply_batch(self, batch, result):
-        self._resolve(batch, result)
-        self._fetch(batch)
-        self._map(self._apply_one, [i for i in batch if i.action is None], result, self._settled)
+        with result.timed("read"):
+            self._resolve(batch, result)
+            self._fetch(batch)
+        with result.timed("compare and write"):
+            self._map(self._apply_one, [i for i in batch if i.action is None], result, self._settled)
 
     def delete(self, definitions, wait=False):
         """Delete the listed objects that kfocp owns, and take back kfocp's fields from the listed

@@ -8,6 +8,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import base64
+import time
 
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import Client, KubeError
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.engine import ApplyError, Engine
@@ -188,9 +189,13 @@ def _run(params, auth, check_mode, diff, build, client=None):
                 result = engine.delete_all(params.get("set"), wait=params.get("wait", False))
         else:
             definitions = params.get("definitions") or []
+            started = time.monotonic()
             if build is not None:
                 definitions, extra = build(engine.client, check_mode=check_mode, **params)
+            built = round(time.monotonic() - started, 3)
             result = engine.apply(definitions, prune=params.get("prune", False))
+            if build is not None:
+                result.timing = dict({"build": built}, **result.timing)
         return dict(result.as_dict(report), **extra), None
     except ApplyError as err:
         out = err.result.as_dict(report) if err.result is not None else {"changed": False}
@@ -243,8 +248,18 @@ def merge_results(total, out):
                                for name in set(total.get(key) or {}) | set(value or {}))
         elif key in _CONCATENATED:
             merged[key] = list(total.get(key) or []) + list(value or [])
+        elif key == "timing":
+            merged[key] = _summed(total.get(key) or {}, value or {})
         elif key == "api_warnings":
             merged[key] = sorted(set(total.get(key) or []) | set(value or []))
         else:
             merged[key] = value
     return merged
+
+
+def _summed(first, second):
+    """Two steps' seconds per stage, added stage by stage."""
+    out = dict(first)
+    for stage, seconds in second.items():
+        out[stage] = round(out.get(stage, 0) + seconds, 3)
+    return out

@@ -37,3 +37,10 @@ def test_the_inputs_are_not_changed():
     first = dict(step(unchanged=1), objects=[{"name": "a"}])
     merge_results(merge_results(EMPTY, first), dict(step(), objects=[{"name": "b"}]))
     assert EMPTY == {"changed": False, "summary": {}, "objects": []} and first["objects"] == [{"name": "a"}]
+
+
+def test_seconds_are_added_stage_by_stage():
+    first = dict(step(), timing={"build": 0.5, "plan": 0.25, "read": 0.125})
+    second = dict(step(), timing={"build": 0.25, "read": 0.5, "prune": 1.0})
+    merged = merge_results(merge_results(EMPTY, first), second)
+    assert merged["timing"] == {"build": 0.75, "plan": 0.25, "read": 0.625, "prune": 1.0}
