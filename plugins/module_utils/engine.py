@@ -9,7 +9,9 @@ kfocp's, reports `changed` exactly, supports check and diff mode, and prunes onl
 
 The cost of a run is one LIST per kind plus one PATCH per object that is not already as desired;
 an object whose desired state is unchanged since kfocp last applied it, and whose fields all
-still hold their values, costs no request at all.
+still hold their values, costs no request at all. Outside check and diff mode the LISTs read
+metadata only: the digest of the desired state, and kfocp's managed fields, which lose any field
+another writer changed or removed (objects.unchanged_since_applied).
 """
 from __future__ import absolute_import, division, print_function
 
@@ -332,13 +334,14 @@ class Engine:
                     result.record(item.ref, FAILED, str(err))
 
     def _owned_list(self, res, shared):
-        """kfocp's labelled objects of one kind, by (namespace, name); one LIST per kind and run.
-        Those kfocp owns are read as metadata only, unless check or diff mode shows them: their
-        digest and kfocp's managed fields tell whether they are as desired (_settled)."""
+        """kfocp's labelled objects of one kind (those it owns, or those it patched), by (namespace,
+        name); one LIST per kind and run. They are read as metadata only, unless check or diff mode
+        shows them: their digest and kfocp's managed fields tell whether they are as desired
+        (_settled)."""
         key = (res.api_version, res.kind, shared)
         if key not in self._lists:
             selector = o.patched_selector(self.instance) if shared else o.owner_selector(self.instance)
-            partial = not (shared or self.check or self.diff)
+            partial = not (self.check or self.diff)
             items = self.client.list(res, label_selector=selector, metadata_only=partial)
             if partial:
                 self._partial.add(key)
@@ -403,6 +406,11 @@ class Engine:
         # A shared object known to exist and not yet patched by kfocp changes when patched: only
         # check and diff mode need it read first, to compare with and to show.
         unread_patch = item.shared and item.exists and item.live is None and not (self.check or self.diff)
+        # Metadata alone showed that another writer holds one of kfocp's fields now (the digest
+        # is the desired one): the full object tells whether its value is still the desired one,
+        # as a controller that writes the whole object back (a full replace) leaves it.
+        if item.partial and o.same_digest(item.live, item.obj):
+            item.live, item.partial = None, False
         if item.exists is None or (item.exists and item.live is None and not unread_patch):
             current = self.client.get(item.res, ref.name, ref.namespace)
             item.exists = current is not None
@@ -422,7 +430,7 @@ class Engine:
                 return outcome
             taken = o.describe(ref)
         before = item.live if item.live is not None else foreign
-        # (a metadata-only live object that _settled did not find as desired is applied: the
+        # (a metadata-only live object whose desired state changed is applied without a read: the
         # answer's resourceVersion tells whether anything changed)
         if item.live is not None and not item.partial and o.up_to_date(item.live, item.obj):
             return UNCHANGED, None
@@ -540,6 +548,8 @@ class Engine:
         if meta.get("namespace"):
             empty["metadata"]["namespace"] = meta["namespace"]
         sets = [set_name] if set_name else o.patch_sets(live, self.field_manager)
+        if o.ADDED in (meta.get("annotations") or {}):  # its lists, which a metadata-only LIST leaves out
+            live = self.client.get(res, meta["name"], meta.get("namespace")) or live
         kept = o.give_back(live)
         try:
             if kept is not None:

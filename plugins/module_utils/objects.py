@@ -363,10 +363,10 @@ def contains(live, desired, quantities=False):
 def up_to_date(live, prepared):
     """True when applying `prepared` to `live` would change nothing: the desired state is the
     same as when kfocp last applied it (digest), and every desired field still holds its value."""
-    return _same_digest(live, prepared) and contains(live, prepared)
+    return same_digest(live, prepared) and contains(live, prepared)
 
 
-def _same_digest(live, prepared):
+def same_digest(live, prepared):
     """True when the digest of the desired state on `live` is that of `prepared`."""
     want = prepared["metadata"]["annotations"]
     key = next(k for k in want if k.startswith(HASH))
@@ -406,7 +406,7 @@ def unchanged_since_applied(meta_live, prepared, manager):
     holds every field of it: read from metadata alone (a PartialObjectMetadata). A writer who
     changed or removed one of those fields took it from `manager` (server-side apply moves a
     changed field to its writer), so the object then needs its full comparison, or an apply."""
-    if not _same_digest(meta_live, prepared):
+    if not same_digest(meta_live, prepared):
         return False
     fields = applied_fields(meta_live, manager)
     if fields is None:

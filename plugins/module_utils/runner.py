@@ -8,6 +8,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import base64
+import functools
 import time
 
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import Client, KubeError
@@ -219,10 +220,14 @@ def run_steps(params, auth, steps, check_mode=False, diff=False, builds=None, no
         client = Client.from_params(auth, pool_size=params.get("concurrency") or 32)
     except KubeError:
         client = None  # the first step fails with the reason, as a run of one set does
+    memo = {}  # what a step's build read, for the next one while nothing has changed since
     for step in steps:
         step_params = dict(params, **step)
-        out, error = run_engine(step_params, auth, check_mode, diff, build=(builds or {}).get(step.get("build")),
-                                no_log_values=no_log_values, client=client)
+        build = (builds or {}).get(step.get("build"))
+        out, error = run_engine(step_params, auth, check_mode, diff, no_log_values=no_log_values, client=client,
+                                build=functools.partial(build, memo=memo) if build else None)
+        if out.get("changed"):
+            memo.clear()
         merged = merge_results(merged, out)
         done.append({"build": step.get("build"), "set": step.get("set"), "changed": bool(out.get("changed")),
                      "summary": out.get("summary") or {}})

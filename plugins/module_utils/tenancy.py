@@ -24,6 +24,8 @@ PROFILE_API = "kubeflow.org/v1"
 # The label Kubeflow's profile controller puts on every profile namespace.
 PROFILE_NAMESPACES = "app.kubernetes.io/part-of=kubeflow-profile"
 PENDING_POLL = 2.0
+# The key under which build_profiles keeps its plan for build_profiles_access (run_steps' memo).
+MEMO = "profiles"
 
 
 def live(client, api_version, kind, label_selector=None, field_selector=None):
@@ -45,14 +47,18 @@ def _profile_inputs(client, settings):
     return users, live(client, USER_API, "Group"), live(client, PROFILE_API, "Profile")
 
 
-def build_profiles(client, settings, prune=False, **_):
+def build_profiles(client, settings, prune=False, memo=None, **_):
     """The Profiles, the names of those kept although no longer desired (`orphans`, reported
     unless they are pruned), and the users who got no automatic profile because every name for
     them is taken (`skipped`, reported: the run goes on for everyone else). Names are checked
-    against the live namespaces and their owners before anything is written."""
+    against the live namespaces and their owners before anything is written. `memo`, when given,
+    keeps the plan and the namespaces read for build_profiles_access in the same module run."""
     users, groups, live_profiles = _profile_inputs(client, settings)
     skipped = []
-    desired = profiles.plan(settings, users, groups, live_profiles, _namespaces(client), skipped)
+    namespaces = _namespaces(client)
+    desired = profiles.plan(settings, users, groups, live_profiles, namespaces, skipped)
+    if memo is not None:
+        memo[MEMO] = (desired, namespaces)
     orphans = [] if prune else profiles.orphans_of(desired, settings, live_profiles)
     # Every profile's contributor access is built too, though only the Profiles are applied here:
     # a wrong access setting stops the run before the first Profile is written.
@@ -65,25 +71,40 @@ def _namespaces(client):
     return live(client, "v1", "Namespace")
 
 
-def build_profiles_access(client, settings, wait=0, check_mode=False, **_):
+def build_profiles_access(client, settings, wait=0, check_mode=False, memo=None, **_):
     """The contributor access in every profile namespace that exists, after waiting up to `wait`
     seconds for the profile controller to create the new ones; `pending` names those it has not
-    created yet."""
-    users, groups, live_profiles = _profile_inputs(client, settings)
-    desired = profiles.plan(settings, users, groups, live_profiles, _namespaces(client), [])
+    created yet. The plan and namespaces that build_profiles kept in `memo` are used when the
+    Profiles it applied changed nothing since (the module run then reads nothing twice)."""
+    reused = (memo or {}).pop(MEMO, None)
+    if reused:
+        desired, namespaces = reused
+        namespaces = [n for n in namespaces if _profile_namespace(n)]
+    else:
+        users, groups, live_profiles = _profile_inputs(client, settings)
+        desired = profiles.plan(settings, users, groups, live_profiles, _namespaces(client), [])
+        namespaces = None
     deadline = time.monotonic() + (0 if check_mode else wait or 0)
     while True:
-        namespaces = live(client, "v1", "Namespace", label_selector=PROFILE_NAMESPACES)
+        if namespaces is None:
+            namespaces = live(client, "v1", "Namespace", label_selector=PROFILE_NAMESPACES)
         waiting = profiles.pending_of(desired, namespaces)
         if not waiting or time.monotonic() >= deadline:
             break
         time.sleep(PENDING_POLL)
+        namespaces = None
     if waiting and wait and not check_mode:
         raise DefinitionError("the profile controller has not created the namespaces of %d profile(s) after %ds: "
                               "%s. Check that it runs, or raise profiles_namespace_wait"
                               % (len(waiting), wait, ", ".join(waiting[:20])))
     objs = [obj for obj in profiles.objects_of(desired, settings, namespaces) if obj["kind"] != "Profile"]
     return objs, {"pending": waiting}
+
+
+def _profile_namespace(namespace):
+    """True for a namespace PROFILE_NAMESPACES selects."""
+    key, value = PROFILE_NAMESPACES.split("=", 1)
+    return ((namespace.get("metadata") or {}).get("labels") or {}).get(key) == value
 
 
 def build_namespace_policies(client, settings, **_):

@@ -27,3 +27,7 @@ def test_the_benchmark_harness_runs_at_a_tiny_size(tmp_path):
     assert "| 4b. kfocp roles" in proc.stdout and "| 5. limit" in proc.stdout and "| 5b. limit, over" in proc.stdout
     verdicts = dict((t["target"], t["verdict"]) for t in doc["targets"])
     assert verdicts["kfocp no-op re-run at N=2000 <= 3 s"] == "not measured"
+    # where the no-op re-run's seconds went inside each module task: the stages the modules report
+    stages = rows["kfocp-roles"]["noop_breakdown"]["stages"]
+    assert len(stages) == 2 and all({"build", "plan", "read", "prune"} <= set(s) for s in stages.values()), stages
+    assert "module start, arguments and result" in proc.stdout

@@ -498,6 +498,57 @@ def test_a_run_reads_metadata_only_and_still_finds_what_another_writer_changed(k
     assert not engine(kube, instance).apply(objs, prune=True).changed
 
 
+def test_a_controller_that_writes_back_an_equal_value_in_another_form_is_not_fought(kube, instance, control_plane):
+    """A controller that writes a whole object back (Kubeflow's profile controller does, with its
+    own encoding of quantities) takes the fields whose text it changed: metadata then shows them
+    as someone else's, and the full object shows the same quantity, so nothing is written."""
+    profile = {"apiVersion": "kubeflow.org/v1", "kind": "Profile", "metadata": {"name": instance},
+               "spec": {"owner": {"kind": "User", "name": "someone@example.com"},
+                        "resourceQuotaSpec": {"hard": {"cpu": "8", "memory": "1Gi"}}}}
+    engine(kube, instance).apply([profile], prune=True)
+    _update(kube, profile, {"spec": {"resourceQuotaSpec": {"hard": {"cpu": "8000m"}}}}, manager="profile-controller")
+    client = Client.from_params({"kubeconfig": str(control_plane.kubeconfig)})
+    sent = []
+    send = client.request
+
+    def recording(method, path, query=None, **kwargs):
+        sent.append((method, path))
+        return send(method, path, query=query, **kwargs)
+
+    client.request = recording
+    assert engine(client, instance).apply([profile], prune=True).counts()["unchanged"] == 1
+    assert ("GET", "/apis/kubeflow.org/v1/profiles/" + instance) in sent
+    assert not [s for s in sent if s[0] == "PATCH"]
+    engine(kube, instance).delete_all(wait=True)
+
+
+def test_a_patch_is_read_as_metadata_and_put_back_when_another_writer_removed_its_field(kube, instance,
+                                                                                     control_plane):
+    control_plane.kubectl("create", "namespace", instance)
+    for name in "ab":
+        control_plane.kubectl("create", "configmap", name, "-n", instance, "--from-literal=theirs=1")
+    patches = [dict(cm(name, instance), data={"ours": "1"}) for name in "ab"]
+    for patch in patches:
+        patch["metadata"]["annotations"] = {o.OWNERSHIP: o.SHARED}
+    assert engine(kube, instance).apply(patches, prune=True).counts()["updated"] == 2
+    _update(kube, patches[0], {"data": {"ours": None}})
+    client = Client.from_params({"kubeconfig": str(control_plane.kubeconfig)})
+    sent = []
+    send = client.request
+
+    def recording(method, path, query=None, accept="application/json", **kwargs):
+        sent.append((method, path, accept))
+        return send(method, path, query=query, accept=accept, **kwargs)
+
+    client.request = recording
+    result = engine(client, instance).apply(patches, prune=True)
+    assert [(i["name"], i["action"]) for i in result.items] == [("a", "updated"), ("b", "unchanged")]
+    lists = [s for s in sent if s[:2] == ("GET", "/api/v1/configmaps")]
+    assert lists and all("PartialObjectMetadataList" in s[2] for s in lists), lists
+    assert [s[1].rsplit("/", 1)[1] for s in sent if s[0] == "PATCH"] == ["a"]
+    assert get(kube, "v1", "ConfigMap", "a", instance)["data"] == {"theirs": "1", "ours": "1"}
+
+
 def test_prune_refuses_to_empty_most_namespaces_and_names_what_it_would_remove(kube, instance):
     """A desired state emptied by a wrong input (a selector that selects nothing) must not empty
     the set's namespaces: prune stops before deleting anything, and names the objects. A change

@@ -200,3 +200,53 @@ def test_an_automatic_profile_avoids_an_existing_project(playbook, kube, control
     mine = [p for p in profiles_of(kube).values() if p["spec"]["owner"]["name"] == victor]
     assert [p["metadata"]["name"] for p in mine] == [profile_name(victor, (victor,))]
     assert play_profile_controller(control_plane, [mine[0]["metadata"]["name"]], {"kfocp-test": instance})
+
+
+def test_one_module_run_reads_the_profiles_inputs_once_when_the_profiles_are_as_desired(kube, control_plane, instance,
+                                                                                        monkeypatch):
+    """The tenancy module's two profile steps: the contributor access is built from the plan and
+    namespaces the Profiles step read, unless that step changed a Profile."""
+    from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import Client
+    from ansible_collections.kfocp.kubeflow.plugins.module_utils.runner import run_steps
+    from ansible_collections.kfocp.kubeflow.plugins.module_utils.tenancy import BUILDS
+    from helpers import ROOT
+    monkeypatch.syspath_prepend(str(ROOT / "operator"))
+    from kfocp_operator.fastpath import role_settings  # the role's settings, as the operator derives them
+
+    names = ["%s-%d" % (instance, i) for i in range(2)]
+    variables = {"profiles_list": [{"name": name, "owner": {"user": name + "@example.com"},
+                                    "contributors": [{"user": "lead@example.com", "role": "edit"}]} for name in names]}
+    steps = [{"build": "profiles", "set": "profiles", "prune": False, "wait": 0},
+             {"build": "profiles_access", "set": "profiles-access", "prune": True, "wait": 0}]
+    auth = {"kubeconfig": str(control_plane.kubeconfig)}
+
+    def run(variables):
+        settings = role_settings(ROOT, "profiles", variables, instance)
+        out, error = run_steps({"instance": instance, "state": "present", "settings": settings}, auth, steps,
+                               builds=BUILDS)
+        assert error is None, error
+        return out
+
+    run(variables)
+    play_profile_controller(control_plane, names)
+    assert run(variables)["summary"]["created"] == 4  # a RoleBinding and an AuthorizationPolicy each
+    reads = []
+    send = Client.request
+
+    def recording(self, method, path, query=None, **kwargs):
+        if method == "GET" and path in ("/apis/kubeflow.org/v1/profiles", "/api/v1/namespaces") \
+                and not (query or {}).get("labelSelector"):
+            reads.append(path)
+        return send(self, method, path, query=query, **kwargs)
+
+    monkeypatch.setattr(Client, "request", recording)
+    out = run(variables)
+    assert not out["changed"] and [s["changed"] for s in out["steps"]] == [False, False]
+    assert sorted(reads) == ["/api/v1/namespaces", "/apis/kubeflow.org/v1/profiles"]
+
+    del reads[:]
+    variables["profiles_list"][0]["quota"] = {"cpu": "3"}
+    out = run(variables)
+    assert [s["changed"] for s in out["steps"]] == [True, False]
+    assert sorted(reads) == ["/api/v1/namespaces"] * 2 + ["/apis/kubeflow.org/v1/profiles"] * 2
+    assert kube.get(kube.resource(*PROFILE_API), names[0])["spec"]["resourceQuotaSpec"]["hard"]["cpu"] == "3"
