@@ -117,12 +117,16 @@ def run(planes, n, workdir, mode="forks"):
             _runners(inventory_file, hosts, extra, env, workdir)
         return time.monotonic() - started, changed
 
+    cpu = timing.cpu()
     profiles_s = converge()[0]
+    cpu = timing.cpu() - cpu
     started = time.monotonic()
     with ThreadPoolExecutor(len(planes)) as pool:
         list(pool.map(play_profile_controller, planes))
     controller_s = time.monotonic() - started
+    cpu -= timing.cpu()
     policies_s = converge()[0]
+    cpu += timing.cpu()
     timing_file = workdir / ("noop-timing-%s-%d.json" % (mode, len(planes)))
     env.update(timing.env(timing_file))
     noop_s, noop_changed = converge()
@@ -130,6 +134,7 @@ def run(planes, n, workdir, mode="forks"):
     return {"profiles_s": round(profiles_s, 2), "controller_s": round(controller_s, 2),
             "policies_s": round(policies_s, 2), "converge_s": round(profiles_s + policies_s, 2),
             "noop_s": round(noop_s, 2), "noop_changed": noop_changed, "objects": objects,
+            "client_cpu_s": round(cpu, 2),
             "noop_breakdown": timing.read(timing_file, noop_s),
             "load1": round(os.getloadavg()[0], 2)}
 
@@ -164,18 +169,19 @@ def limit_run(plane, n, apply=None):
         return [o.prepare(obj, INSTANCE, set_name)[0] for obj in objs]
 
     first = prepared(tenancy.build_profiles(client, profile_settings)[0], "profiles")
-    started = time.monotonic()
+    cpu, started = timing.cpu(), time.monotonic()
     apply(str(plane.kubeconfig), first)
-    profiles_s = time.monotonic() - started
+    profiles_s, cpu = time.monotonic() - started, timing.cpu() - cpu
     play_profile_controller(plane)
     second = prepared(tenancy.build_profiles_access(client, profile_settings)[0], "profiles-access") + \
         prepared(tenancy.build_namespace_policies(client, policy_settings)[0], "namespace-policies")
-    started = time.monotonic()
+    cpu, started = cpu - timing.cpu(), time.monotonic()
     apply(str(plane.kubeconfig), second)
-    policies_s = time.monotonic() - started
+    policies_s, cpu = time.monotonic() - started, cpu + timing.cpu()
     started = time.monotonic()
     apply(str(plane.kubeconfig), first + second)
     noop_s = time.monotonic() - started
     return {"profiles_s": round(profiles_s, 2), "policies_s": round(policies_s, 2),
             "converge_s": round(profiles_s + policies_s, 2), "noop_s": round(noop_s, 2),
-            "objects": len(first) + len(second), "load1": round(os.getloadavg()[0], 2)}
+            "objects": len(first) + len(second), "client_cpu_s": round(cpu, 2),
+            "load1": round(os.getloadavg()[0], 2)}

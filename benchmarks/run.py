@@ -153,14 +153,26 @@ def clusters(counts, n, workdir):
 
 # ------------------------------------------------------------------ report
 
-def ratio_to_limit(rows, row, go=False):
-    """The row's converge time over its reference limit's at the same N (REFERENCE, or
-    GO_REFERENCE with `go`), or None."""
+def reference_row(rows, row, go=False):
+    """The row of the row's reference limit at the same N (REFERENCE, or GO_REFERENCE with `go`),
+    or None."""
     reference = (GO_REFERENCE if go else REFERENCE).get(row["method"], "limit-go" if go else "limit")
-    for other in rows:
-        if other["method"] == reference and other["n"] == row["n"]:
-            return row["converge_s"] / other["converge_s"]
-    return None
+    return next((other for other in rows if other["method"] == reference and other["n"] == row["n"]), None)
+
+
+def ratio_to_limit(rows, row, go=False):
+    """The row's converge time over its reference limit's at the same N, or None."""
+    other = reference_row(rows, row, go)
+    return row["converge_s"] / other["converge_s"] if other else None
+
+
+def _cpu_note(rows, row):
+    """The client CPU seconds of a converge and of its Go reference's: on CPUs the API server
+    shares, what the client takes from it."""
+    other = reference_row(rows, row, go=True)
+    if not other or row.get("client_cpu_s") is None or other.get("client_cpu_s") is None:
+        return ""
+    return "; client CPU %.1f s against the Go limit's %.1f s" % (row["client_cpu_s"], other["client_cpu_s"])
 
 
 def table(rows):
@@ -220,9 +232,9 @@ def targets(rows, operator=None, render_rows=None):
         row = by.get((method, 2000))
         go, py = (ratio_to_limit(rows, row, go=True), ratio_to_limit(rows, row)) if row else (None, None)
         if go is not None:
-            add("%s converge within 1.3x of the Go limit at N=2000" % name, "%.2fx (of %s; %s of the Python limit)"
+            add("%s converge within 1.3x of the Go limit at N=2000" % name, "%.2fx (of %s; %s of the Python limit%s)"
                 % (go, LABELS[GO_REFERENCE.get(method, "limit-go")].split(" ", 1)[0].rstrip("."),
-                   "%.2fx" % py if py else "-"), go <= 1.3)
+                   "%.2fx" % py if py else "-", _cpu_note(rows, row)), go <= 1.3)
         else:
             add("%s converge within 1.3x of the Go limit at N=2000" % name,
                 "%.2fx of the Python limit" % py if py else "-", None)

@@ -1,6 +1,7 @@
 """Where an ansible-playbook run's seconds go (benchmarks/callback/bench_timing.py): the
 environment that enables the callback, and the breakdown it wrote, summed and printed."""
 import json
+import resource
 import time
 from pathlib import Path
 
@@ -50,3 +51,11 @@ def lines(breakdown, top=10):
     out.append("  %6.2f s  after the last task (stats, exit)" % breakdown["exit_s"])
     out.append("  %6.2f s  in all, ansible-playbook start to exit" % breakdown["total_s"])
     return out
+
+
+def cpu():
+    """CPU seconds (user and system) of this process and of its finished child processes: the
+    client's own cost, whichever process applies (in process, ansible-playbook and its modules, the
+    Go client). On a machine whose CPUs the API server shares, it is what the client takes from it."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
