@@ -22,6 +22,21 @@ def cm(name, namespace, **data):
             "data": data}
 
 
+def recording_client(control_plane):
+    """A client of the control plane that records every request it sends, as (method, path,
+    label selector, accept), and the list it records them in."""
+    client = Client.from_params({"kubeconfig": str(control_plane.kubeconfig)})
+    sent = []
+    send = client.request
+
+    def recording(method, path, query=None, accept="application/json", **kwargs):
+        sent.append((method, path, (query or {}).get("labelSelector") or "", accept))
+        return send(method, path, query=query, accept=accept, **kwargs)
+
+    client.request = recording
+    return client, sent
+
+
 def engine(kube, instance, **kwargs):
     kwargs.setdefault("set_name", "test")
     return Engine(kube, instance=instance, **kwargs)
@@ -194,25 +209,17 @@ def test_the_kinds_of_a_crd_it_creates_are_not_read(kube, instance, control_plan
     # more than the engine GETs one by one, so that without prune they would be listed too
     gizmos = [{"apiVersion": group + "/v1", "kind": "Gizmo", "metadata": {"name": "g%d" % i, "namespace": instance}}
               for i in range(40)]
-    client = Client.from_params({"kubeconfig": str(control_plane.kubeconfig)})
-    sent = []
-    send = client.request
-
-    def recording(method, path, query=None, **kwargs):
-        sent.append((method, path))
-        return send(method, path, query=query, **kwargs)
-
-    client.request = recording
+    client, sent = recording_client(control_plane)
     path = "/apis/%s/v1/" % group
     try:
         result = engine(client, instance).apply([crd, ns(instance)] + gizmos, prune=True)
         assert result.counts()["created"] == 42
-        assert [m for m, p in sent if p.startswith(path) or "/gizmos" in p and "apiextensions" not in p] == \
-            ["PATCH"] * 40
+        assert [e[0] for e in sent if e[1].startswith(path) or "/gizmos" in e[1] and "apiextensions" not in e[1]] \
+            == ["PATCH"] * 40
         del sent[:]
         again = engine(client, instance).apply([crd, ns(instance)] + gizmos[1:], prune=True)
         assert [(i["name"], i["action"]) for i in again.items if i["action"] != "unchanged"] == [("g0", "deleted")]
-        assert ("GET", "/apis/%s/v1/gizmos" % group) in sent
+        assert ("GET", "/apis/%s/v1/gizmos" % group) in [entry[:2] for entry in sent]
     finally:
         engine(kube, instance).delete_all(wait=True)
 
@@ -434,15 +441,7 @@ def test_prune_reads_the_applied_kinds_once(kube, instance, control_plane):
     """A run with prune compares and prunes from one LIST of kfocp's objects per applied kind."""
     objs = [ns(instance), cm("a", instance, x="1"), cm("b", instance, x="2")]
     engine(kube, instance).apply(objs, prune=True)
-    client = Client.from_params({"kubeconfig": str(control_plane.kubeconfig)})
-    sent = []
-    send = client.request
-
-    def recording(method, path, query=None, **kwargs):
-        sent.append((method, path, (query or {}).get("labelSelector", "")))
-        return send(method, path, query=query, **kwargs)
-
-    client.request = recording
+    client, sent = recording_client(control_plane)
     result = engine(client, instance).apply(objs[:2], prune=True)
     assert [(i["name"], i["action"]) for i in result.items if i["action"] != "unchanged"] == [("b", "deleted")]
     owned = [s for s in sent if s[:2] == ("GET", "/api/v1/configmaps") and s[2].startswith(o.MANAGED_BY)]
@@ -471,15 +470,7 @@ def test_a_run_reads_metadata_only_and_still_finds_what_another_writer_changed(k
     _update(kube, objs[3], {"metadata": {"labels": {o.SET: None}}})            # kfocp's label removed
     _update(kube, objs[4], {"data": {"x": "1"}})                               # the same value again
     _update(kube, objs[5], {"data": {"theirs": "z"}})                          # a field of its own
-    client = Client.from_params({"kubeconfig": str(control_plane.kubeconfig)})
-    sent = []
-    send = client.request
-
-    def recording(method, path, query=None, accept="application/json", **kwargs):
-        sent.append((method, path, accept))
-        return send(method, path, query=query, accept=accept, **kwargs)
-
-    client.request = recording
+    client, sent = recording_client(control_plane)
     with pytest.raises(ApplyError) as failed:
         engine(client, instance).apply(objs, prune=True)
     # a value another writer changed is theirs now: named, never overwritten without force
@@ -488,7 +479,7 @@ def test_a_run_reads_metadata_only_and_still_finds_what_another_writer_changed(k
     assert sorted((i["name"], i["action"]) for i in result.items if i["action"] != "unchanged") == [
         ("a", "failed"), ("b", "updated"), ("c", "updated")]
     lists = [s for s in sent if s[:2] == ("GET", "/api/v1/configmaps")]
-    assert lists and all("PartialObjectMetadataList" in s[2] for s in lists), lists
+    assert lists and all("PartialObjectMetadataList" in s[3] for s in lists), lists
     assert sorted(s[1].rsplit("/", 1)[1] for s in sent if s[0] == "PATCH") == ["a", "b", "c"]
     assert get(kube, "v1", "ConfigMap", "b", instance)["data"] == {"x": "1", "y": "2"}
     assert get(kube, "v1", "ConfigMap", "c", instance)["metadata"]["labels"][o.SET] == "test"
@@ -507,17 +498,9 @@ def test_a_controller_that_writes_back_an_equal_value_in_another_form_is_not_fou
                         "resourceQuotaSpec": {"hard": {"cpu": "8", "memory": "1Gi"}}}}
     engine(kube, instance).apply([profile], prune=True)
     _update(kube, profile, {"spec": {"resourceQuotaSpec": {"hard": {"cpu": "8000m"}}}}, manager="profile-controller")
-    client = Client.from_params({"kubeconfig": str(control_plane.kubeconfig)})
-    sent = []
-    send = client.request
-
-    def recording(method, path, query=None, **kwargs):
-        sent.append((method, path))
-        return send(method, path, query=query, **kwargs)
-
-    client.request = recording
+    client, sent = recording_client(control_plane)
     assert engine(client, instance).apply([profile], prune=True).counts()["unchanged"] == 1
-    assert ("GET", "/apis/kubeflow.org/v1/profiles/" + instance) in sent
+    assert ("GET", "/apis/kubeflow.org/v1/profiles/" + instance) in [entry[:2] for entry in sent]
     assert not [s for s in sent if s[0] == "PATCH"]
     engine(kube, instance).delete_all(wait=True)
 
@@ -532,19 +515,11 @@ def test_a_patch_is_read_as_metadata_and_put_back_when_another_writer_removed_it
         patch["metadata"]["annotations"] = {o.OWNERSHIP: o.SHARED}
     assert engine(kube, instance).apply(patches, prune=True).counts()["updated"] == 2
     _update(kube, patches[0], {"data": {"ours": None}})
-    client = Client.from_params({"kubeconfig": str(control_plane.kubeconfig)})
-    sent = []
-    send = client.request
-
-    def recording(method, path, query=None, accept="application/json", **kwargs):
-        sent.append((method, path, accept))
-        return send(method, path, query=query, accept=accept, **kwargs)
-
-    client.request = recording
+    client, sent = recording_client(control_plane)
     result = engine(client, instance).apply(patches, prune=True)
     assert [(i["name"], i["action"]) for i in result.items] == [("a", "updated"), ("b", "unchanged")]
     lists = [s for s in sent if s[:2] == ("GET", "/api/v1/configmaps")]
-    assert lists and all("PartialObjectMetadataList" in s[2] for s in lists), lists
+    assert lists and all("PartialObjectMetadataList" in s[3] for s in lists), lists
     assert [s[1].rsplit("/", 1)[1] for s in sent if s[0] == "PATCH"] == ["a"]
     assert get(kube, "v1", "ConfigMap", "a", instance)["data"] == {"theirs": "1", "ours": "1"}
 
