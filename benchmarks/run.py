@@ -283,9 +283,9 @@ def _noop_split(row):
     modules = sum(inside.values())
     parts = ", ".join("%s %.2f s" % (stage, seconds) for stage, seconds in
                       sorted(inside.items(), key=lambda item: -item[1]))
+    outside = row["noop_s"] - modules
     return ("; %.2f s in kfocp's modules (%s), %.2f s around them in Ansible (start-up %.2f s, argument "
-            "specs, checks, templating, module starts, exit)" % (modules, parts, row["noop_s"] - modules,
-                                                                breakdown.get("startup_s", 0)))
+            "specs, checks, templating, module starts, exit)" % (modules, parts, outside, breakdown.get("startup_s", 0)))
 
 
 def plot(rows, path):

@@ -120,12 +120,11 @@ objects:
   sample: [{apiVersion: v1, kind: Namespace, name: team-a, action: created}]
 timing:
   description: >-
-    Seconds spent in each stage of the run, to see where a slow run goes: reading its inputs and
-    building the objects (with O(build) or O(steps)), planning (checks and digests), reading the
-    live objects, comparing and writing, waiting for CRDs, and pruning.
+    Seconds spent in each stage of the run, to see where a slow run goes: planning (checks and
+    digests), reading the live objects, comparing and writing, waiting for CRDs, and pruning.
   returned: with O(state=present)
   type: dict
-  sample: {build: 0.41, plan: 0.22, read: 0.35, compare and write: 0.12, prune: 0.3}
+  sample: {plan: 0.22, read: 0.35, compare and write: 0.12, prune: 0.3}
 api_warnings:
   description: Warnings the API server returned (deprecated APIs, unknown fields).
   returned: when there were any

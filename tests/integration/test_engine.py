@@ -505,8 +505,8 @@ def test_a_controller_that_writes_back_an_equal_value_in_another_form_is_not_fou
     engine(kube, instance).delete_all(wait=True)
 
 
-def test_a_patch_is_read_as_metadata_and_put_back_when_another_writer_removed_its_field(kube, instance,
-                                                                                     control_plane):
+def test_a_patch_is_read_as_metadata_and_put_back_when_another_writer_removed_its_field(
+        kube, instance, control_plane):
     control_plane.kubectl("create", "namespace", instance)
     for name in "ab":
         control_plane.kubectl("create", "configmap", name, "-n", instance, "--from-literal=theirs=1")
