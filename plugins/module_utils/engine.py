@@ -224,8 +224,8 @@ class Engine:
         """Mark the items of `fresh` kinds as absent, and this run's lists of those kinds as empty
         (what prune scans), so that none is read: a LIST or GET each would only find nothing."""
         for api_version, kind in fresh:
-            for shared in (False, True):
-                self._lists.setdefault((api_version, kind, shared), {})
+            self._lists.setdefault((api_version, kind, False, self.set), {})
+            self._lists.setdefault((api_version, kind, True, None), {})
         for item in batch:
             if (item.ref.api_version, item.ref.kind) in fresh and item.exists is None:
                 item.exists = False
@@ -333,14 +333,14 @@ class Engine:
                     item.action = FAILED
                     result.record(item.ref, FAILED, str(err))
 
-    def _owned_list(self, res, shared):
-        """kfocp's labelled objects of one kind (those it owns, or those it patched), by (namespace,
-        name); one LIST per kind and run. They are read as metadata only, unless check or diff mode
-        shows them: their digest and kfocp's managed fields tell whether they are as desired
-        (_settled)."""
-        key = (res.api_version, res.kind, shared)
+    def _owned_list(self, res, shared, set_name):
+        """kfocp's labelled objects of one kind (those it owns in `set_name`, all sets when None, or
+        those it patched), by (namespace, name); one LIST per kind, set and run. They are read as
+        metadata only, unless check or diff mode shows them: their digest and kfocp's managed fields
+        tell whether they are as desired (_settled)."""
+        key = (res.api_version, res.kind, shared, set_name)
         if key not in self._lists:
-            selector = o.patched_selector(self.instance) if shared else o.owner_selector(self.instance)
+            selector = o.patched_selector(self.instance) if shared else o.owner_selector(self.instance, set_name)
             partial = not (self.check or self.diff)
             items = self.client.list(res, label_selector=selector, metadata_only=partial)
             if partial:
@@ -356,17 +356,20 @@ class Engine:
         by_kind = {}
         for item in batch:
             if item.res is not None and item.action is None and item.exists is None:
-                by_kind.setdefault((item.res, item.shared), []).append(item)
+                set_name = None if item.shared else item.obj["metadata"]["labels"].get(o.SET)
+                by_kind.setdefault((item.res, item.shared, set_name), []).append(item)
         jobs = []
-        for (res, shared), kind_items in by_kind.items():
-            jobs.append((res, shared, kind_items))
+        for (res, shared, set_name), kind_items in by_kind.items():
+            jobs.append((res, shared, set_name, kind_items))
         self._pool(lambda job: self._fetch_kind(*job), jobs)
 
-    def _fetch_kind(self, res, shared, kind_items):
+    def _fetch_kind(self, res, shared, set_name, kind_items):
+        """The live state of `kind_items` from kfocp's LIST of their kind and set. Another set's
+        object of the same name is not in it: it is found to exist, and read before it is applied."""
         if not self._prune and len(kind_items) <= _GET_LIMIT:
             return  # a GET each costs less than listing every object of the kind kfocp labelled
         try:
-            live = self._owned_list(res, shared)
+            live = self._owned_list(res, shared, set_name)
         except KubeError as err:
             if err.status not in (401, 403):
                 raise
@@ -376,7 +379,7 @@ class Engine:
             found = live.get((item.ref.namespace, item.ref.name))
             if found is not None:
                 item.live, item.exists = found, True
-                item.partial = (res.api_version, res.kind, shared) in self._partial
+                item.partial = (res.api_version, res.kind, shared, set_name) in self._partial
             else:
                 missing.append(item)
         if len(missing) > _GET_LIMIT:
@@ -579,8 +582,9 @@ class Engine:
         created since is wanted); a new LIST of its own objects reads only their metadata, which is
         all deleting them needs."""
         group = o.group_version(res.api_version)[0]
-        for (api_version, kind, was_shared), cached in self._lists.items():  # in any version of the kind
-            if (kind, was_shared, o.group_version(api_version)[0]) == (res.kind, shared, group):
+        for (api_version, kind, was_shared, listed), cached in self._lists.items():  # in any version of the kind
+            if (kind, was_shared, o.group_version(api_version)[0]) == (res.kind, shared, group) \
+                    and listed in (None, set_name):
                 return [live for live in cached.values() if shared or set_name is None
                         or (live["metadata"].get("labels") or {}).get(o.SET) == set_name]
         if shared:

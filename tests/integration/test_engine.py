@@ -446,6 +446,7 @@ def test_prune_reads_the_applied_kinds_once(kube, instance, control_plane):
     assert [(i["name"], i["action"]) for i in result.items if i["action"] != "unchanged"] == [("b", "deleted")]
     owned = [s for s in sent if s[:2] == ("GET", "/api/v1/configmaps") and s[2].startswith(o.MANAGED_BY)]
     assert len(owned) == 1, owned
+    assert owned[0][2].endswith(",%s=test" % o.SET)  # the set's own objects, not every set's of the install
     assert get(kube, "v1", "ConfigMap", "a", instance) is not None
     assert get(kube, "v1", "ConfigMap", "b", instance) is None
 
