@@ -17,8 +17,8 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
+import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
 from ansible_collections.kfocp.kubeflow.plugins.module_utils import objects as o
@@ -781,11 +781,34 @@ class Engine:
                                      "before": before, "after": after})
 
     def _pool(self, func, items):
+        """[func(item) for item in items], `concurrency` at a time. Each worker takes the next item
+        until none is left (a future per item would cost more CPU than a small request). Every item
+        runs; the first exception, in the items' order, is raised at the end."""
         items = list(items)
         if len(items) <= 1 or self.concurrency == 1:
             return [func(item) for item in items]
-        with ThreadPoolExecutor(max_workers=min(self.concurrency, len(items))) as pool:
-            return list(pool.map(func, items))
+        results, errors = [None] * len(items), {}
+        pending, lock = iter(range(len(items))), threading.Lock()
+
+        def work():
+            while True:
+                with lock:
+                    index = next(pending, None)
+                if index is None:
+                    return
+                try:
+                    results[index] = func(items[index])
+                except Exception as err:  # pylint: disable=broad-except  # raised below, in order
+                    errors[index] = err
+
+        workers = [threading.Thread(target=work, daemon=True) for _ in range(min(self.concurrency, len(items)))]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+        if errors:
+            raise errors[min(errors)]
+        return results
 
     def _finish(self, result, failed="failed"):
         """Keep the API's warnings; an object that could not be deleted or given back fails the run."""
