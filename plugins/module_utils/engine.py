@@ -801,7 +801,7 @@ class Engine:
                 except Exception as err:  # pylint: disable=broad-except  # raised below, in order
                     errors[index] = err
 
-        workers = [threading.Thread(target=work, daemon=True) for _ in range(min(self.concurrency, len(items)))]
+        workers = [threading.Thread(target=work, daemon=True) for _worker in range(min(self.concurrency, len(items)))]
         for worker in workers:
             worker.start()
         for worker in workers:
