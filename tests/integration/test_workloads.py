@@ -179,3 +179,80 @@ def test_components_deployments_become_available_on_kwok_nodes(playbook, kube, c
         assert env["KFP_UI_PRINCIPAL"] == "cluster.local/ns/%s/sa/ml-pipeline-ui" % ns
     gone = playbook("site", dict(extra, components_state="absent"))
     assert gone.rc == 0, gone.stdout[-3000:]
+
+
+# ---------------------------------------------------------------- Pod Security Standards
+
+PSA = "pod-security.kubernetes.io/"
+
+
+def psa_namespace(kube, name, level):
+    """A scratch namespace that enforces (and warns at) `level`, with its default service account."""
+    ensure_namespace(kube, name, {PSA + "enforce": level, PSA + "enforce-version": "latest",
+                                  PSA + "warn": level, PSA + "warn-version": "latest"})
+    wait_for(lambda: kube.get(kube.resource("v1", "ServiceAccount"), "default", name), 30,
+             what="the default service account of %s" % name)
+    return name
+
+
+def dry_run_pod(kube, namespace, name, template):
+    """Create the pod with a server-side dry run; (admitted, message). A pod with ephemeral
+    containers is created without them (a restricted pod) and they are added with a dry run of the
+    ephemeralcontainers subresource, the only way they reach a pod, which admission checks too."""
+    from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import KubeError
+    res = kube.resource("v1", "Pod")
+    spec = dict(template["spec"])
+    ephemeral = spec.pop("ephemeralContainers", None)
+    body = {"apiVersion": "v1", "kind": "Pod", "metadata": dict(template["metadata"], name=name, namespace=namespace),
+            "spec": spec}
+    try:
+        if not ephemeral:
+            kube.request("POST", kube.path(res, namespace), query={"dryRun": "All"}, body=body)
+            return True, ""
+        live = kube.get(res, name, namespace) or kube.request("POST", kube.path(res, namespace), body=body)
+        live["spec"]["ephemeralContainers"] = ephemeral
+        live["metadata"].pop("resourceVersion")  # the scheduler and kwok update the pod meanwhile
+        kube.request("PUT", kube.path(res, namespace, name) + "/ephemeralcontainers", query={"dryRun": "All"},
+                     body=live)
+        return True, ""
+    except KubeError as err:
+        if err.status == 422:
+            return None, str(err)
+        assert err.status == 403 and "violates PodSecurity" in str(err), (namespace, name, str(err))
+        return False, str(err)
+
+
+def test_the_pod_security_levels_agree_with_the_real_podsecurity_admission(kube, instance):
+    """Every row of the table (tests/pod_security_table.py) goes through the API server's own
+    PodSecurity admission in a namespace of each level: it is admitted exactly at its level and
+    the more permissive ones, and refused by the checks the function names."""
+    from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import pod_security as ps
+    from pod_security_table import INVALID, rows
+    spaces = dict((level, psa_namespace(kube, "%s-%s" % (instance, level), level)) for level in ps.LEVELS)
+    disagree = []
+    for name, template, _expected, _checks in rows():
+        level, reasons = ps.least_level(template["spec"], template["metadata"])
+        for namespace_level, namespace in spaces.items():
+            admitted, message = dry_run_pod(kube, namespace, name, template)
+            if name in INVALID:
+                assert admitted is None and INVALID[name] in message, (name, message)
+                continue
+            should = ps.LEVELS.index(namespace_level) >= ps.LEVELS.index(level)
+            if admitted != should:
+                disagree.append((name, namespace_level, level, message))
+            elif not admitted and namespace_level == ps.stricter(level):
+                # the admission's refusal names what the function's reasons name
+                words = {"privileged": "privileged", "hostNamespaces": "host namespaces", "hostPorts": "hostPort",
+                         "hostPathVolumes": "hostPath volumes", "restrictedVolumes": "restricted volume types",
+                         "allowPrivilegeEscalation": "allowPrivilegeEscalation != false",
+                         "capabilities_baseline": "non-default capabilities",
+                         "capabilities_restricted": "unrestricted capabilities", "runAsNonRoot": "runAsNonRoot != true",
+                         "runAsUser": "runAsUser=0", "seccompProfile_baseline": "seccompProfile",
+                         "seccompProfile_restricted": "seccompProfile", "seLinuxOptions": "seLinuxOptions",
+                         "procMount": "procMount", "procMount_restricted": "procMount", "sysctls": "forbidden sysctls",
+                         "appArmorProfile": "AppArmor profile", "hostProbesAndHostLifecycle": "probe or lifecycle host",
+                         "windowsHostProcess": "hostProcess"}
+                missing = [r[0] for r in reasons if words[r[0]] not in message]
+                if missing:
+                    disagree.append((name, namespace_level, "reasons not in the refusal: %s" % missing, message))
+    assert not disagree, "\n".join(map(str, disagree))

@@ -1,0 +1,63 @@
+"""The Pod Security Standards levels, checked on one table of pod specs (tests/pod_security_table.py)
+that the integration tests also send through the real PodSecurity admission."""
+import pytest
+
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import pod_security as ps
+from pod_security_table import ROWS, container, pod
+
+CHECK_IDS = set(check for check, _level, _func in ps.CHECKS)
+
+
+@pytest.mark.parametrize("name, template, level, checks", ROWS, ids=[row[0] for row in ROWS])
+def test_least_level_and_the_checks_that_forced_it(name, template, level, checks):
+    found, reasons = ps.least_level(template["spec"], template["metadata"])
+    assert found == level
+    assert sorted(set(r[0] for r in reasons)) == sorted(checks)
+    # each reason names a field of the pod
+    assert all(r[2].startswith(("spec.", "metadata.")) for r in reasons)
+
+
+def test_the_table_covers_every_check_of_the_policy():
+    covered = set()
+    for _name, template, _level, _checks in ROWS:
+        covered |= set(v[0] for v in ps.violations(template["spec"], template["metadata"]))
+    assert covered == CHECK_IDS
+
+
+def test_every_level_is_in_the_table_and_every_check_has_a_row_at_its_own_level():
+    assert set(row[2] for row in ROWS) == set(ps.LEVELS)
+    forcing = dict((check, level) for check, level, _func in ps.CHECKS)
+    for check, level in forcing.items():
+        assert any(check in checks and row_level == ps.LEVELS[ps.LEVELS.index(level) + 1]
+                   for _name, _t, row_level, checks in ROWS), check
+
+
+def test_the_reason_names_the_container_and_field():
+    spec = pod(container(), container("sidecar", privileged=True))["spec"]
+    level, reasons = ps.least_level(spec)
+    assert level == ps.PRIVILEGED
+    assert reasons == [("privileged", ps.BASELINE, "spec.containers[sidecar].securityContext.privileged", "true")]
+
+
+def test_a_pod_level_setting_is_overridden_by_a_container_level_one():
+    spec = pod(container(runAsNonRoot=False, seccompProfile=None),
+               securityContext={"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}})["spec"]
+    assert ps.least_level(spec)[0] == ps.BASELINE
+    assert [r[2] for r in ps.least_level(spec)[1]] == ["spec.containers[app].securityContext.runAsNonRoot"]
+
+
+def test_baseline_reasons_leave_out_the_restricted_ones():
+    spec = pod({"name": "app", "image": "x", "securityContext": {"privileged": True}})["spec"]
+    level, reasons = ps.least_level(spec)
+    assert level == ps.PRIVILEGED and set(r[1] for r in reasons) == {ps.BASELINE}
+
+
+def test_the_order_of_levels():
+    assert ps.more_permissive(ps.RESTRICTED, ps.BASELINE) == ps.BASELINE
+    assert ps.more_permissive(ps.PRIVILEGED, ps.BASELINE) == ps.PRIVILEGED
+    assert ps.stricter(ps.PRIVILEGED) == ps.BASELINE and ps.stricter(ps.BASELINE) == ps.RESTRICTED
+    assert ps.stricter(ps.RESTRICTED) is None
+
+
+def test_an_empty_pod_is_restricted():
+    assert ps.least_level({}) == (ps.RESTRICTED, [])
