@@ -17,6 +17,7 @@ import fnmatch
 import json
 import re
 
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import pod_security
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import scc as scc_builder
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import scc_policies
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.common import (
@@ -773,6 +774,86 @@ def audit_table(grants):
             for r in rows]
 
 
+# ---------------------------------------------------------------- Pod Security Standards
+
+POD_SECURITY_SETTINGS = ("auto", "none") + pod_security.LEVELS
+REASON_WORKLOADS = 3  # the workloads a reason names, with their checks
+
+
+def derive_pod_security(objs, namespaces, setting="auto"):
+    """The Pod Security Standards level of each namespace in `namespaces`, from the pod templates
+    of the workloads that live there (after kfocp's own adaptations): the most permissive level
+    any of them needs (restricted when none needs more). `setting` is auto (that level), a level
+    (that level for every namespace: it fails, before any change, naming the workload and the
+    field, when a workload needs more), or none (no levels: {}).
+
+    Returns {namespace: {level, workload, field, reason}}: `workload` and `field` forced the
+    level (the first workload that needs it, and its first field the next stricter level
+    refuses), `reason` the checks of that level each such workload fails (the first few workloads;
+    "" for restricted)."""
+    require(setting in POD_SECURITY_SETTINGS, "components_pod_security",
+            "must be one of %s, not %r" % (", ".join(POD_SECURITY_SETTINGS), setting),
+            "Give auto to derive each namespace's level from its workloads, a level, or none")
+    if setting == "none":
+        return {}
+    needs = dict((name, []) for name in namespaces)
+    for obj in objs:
+        spec = pod_spec(obj)
+        if spec is None or _ns(obj) not in needs:
+            continue
+        meta = ((obj.get("spec") or {}).get("template") or {}).get("metadata") or {}
+        if obj.get("kind") == "CronJob":
+            meta = (((obj["spec"].get("jobTemplate") or {}).get("spec") or {}).get("template") or {}).get(
+                "metadata") or {}
+        elif obj.get("kind") == "Pod":
+            meta = obj.get("metadata") or {}
+        level, reasons = pod_security.least_level(spec, meta)
+        needs[_ns(obj)].append(("%s %s" % (obj["kind"], _name(obj)), level, reasons))
+    result = {}
+    for namespace, workloads in sorted(needs.items()):
+        level = pod_security.RESTRICTED
+        for _workload, needed, _reasons in workloads:
+            level = pod_security.more_permissive(level, needed)
+        forcing = [(workload, reasons) for workload, needed, reasons in workloads if needed == level and reasons]
+        if setting != "auto" and pod_security.LEVELS.index(level) > pod_security.LEVELS.index(setting):
+            workload, reasons = forcing[0]
+            require(False, "components_pod_security",
+                    "%s in namespace %s needs the %s level, as %s is %s, which %s refuses" % (
+                        workload, namespace, level, reasons[0][2], reasons[0][3], setting),
+                    "Give auto, or at least %s, or change that workload" % level)
+        entry = {"level": setting if setting != "auto" else level, "workload": "", "field": "", "reason": ""}
+        if forcing and setting == "auto":
+            entry["workload"], entry["field"] = forcing[0][0], forcing[0][1][0][2]
+            shown = ["%s (%s)" % (workload, ", ".join(sorted(set(r[0] for r in reasons))))
+                     for workload, reasons in forcing[:REASON_WORKLOADS]]
+            more = len(forcing) - REASON_WORKLOADS
+            entry["reason"] = "%s refuses %s%s" % (pod_security.stricter(level), "; ".join(shown),
+                                                   "; and %d more" % more if more > 0 else "")
+        result[namespace] = entry
+    return result
+
+
+def pod_security_labels(level):
+    """The PodSecurity admission labels of a namespace at `level`: enforced, warned and audited at
+    the policy version the levels are computed for. Setting all six keeps OpenShift's label
+    synchronizer off them (it only writes labels no other manager set), and the sync label says so."""
+    labels = {pod_security.SYNC_LABEL: "false"}
+    for mode in ("enforce", "warn", "audit"):
+        labels[pod_security.LABEL_PREFIX + mode] = level
+        labels[pod_security.LABEL_PREFIX + mode + "-version"] = pod_security.POLICY_VERSION
+    return labels
+
+
+def pod_security_table(levels):
+    """Lines of a fixed-width table: namespace, level, the workload and field that forced it, and
+    the reason (every field the next stricter level refuses, with its workload)."""
+    rows = [("NAMESPACE", "LEVEL", "WORKLOAD", "FORCED BY", "REASON")]
+    rows += [(ns, e["level"], e["workload"], e["field"], e["reason"]) for ns, e in sorted(levels.items())]
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    return ["%-*s  %-*s  %-*s  %-*s  %s" % (widths[0], r[0], widths[1], r[1], widths[2], r[2], widths[3], r[3], r[4])
+            for r in rows]
+
+
 # ---------------------------------------------------------------- aggregated ClusterRoles
 
 def aggregated_rules(objs):
@@ -871,8 +952,8 @@ def platform_namespaces(objs, injection=None):
 def assemble(rendered, options):
     """Everything the role applies or writes, from {component: [rendered objects]}.
 
-    Returns {objects, grants, audit, mirror, mirror_lines, unmatched_images}. `options` keys
-    (all optional): namespace, api_versions, mirror {prefixes, digests}, sidecar {revision, authservice,
+    Returns {objects, grants, audit, pod_security, pod_security_table, mirror, mirror_lines,
+    unmatched_images}. `options` keys (all optional): namespace, pod_security (auto, a level or none), api_versions, mirror {prefixes, digests}, sidecar {revision, authservice,
     exclude, namespaces}, virtualservice {gateway, hosts, export_to}, metadata_envoy {base_id, config},
     principals {env name: principal} (the profile controller's), mesh_membership (what the
     mesh_membership filter returns for the namespace: its labels and ServiceMeshMember),
@@ -928,6 +1009,12 @@ def assemble(rendered, options):
         if "istio.io/rev" in labels:  # istio-injection would win over the mesh's revision
             own.pop("istio-injection", None)
         injection[namespace] = dict(own, **labels)
+    names = sorted(set(_ns(obj) for obj in objs if _ns(obj)) |
+                   set(_name(obj) for obj in objs if obj.get("kind") == "Namespace"))
+    result["pod_security"] = derive_pod_security(objs, names, options.get("pod_security") or "auto")
+    result["pod_security_table"] = pod_security_table(result["pod_security"])
+    for name, entry in result["pod_security"].items():
+        injection[name] = dict(injection.get(name) or {}, **pod_security_labels(entry["level"]))
     objs = platform_namespaces(objs, injection) + [_label(obj, "mesh") for obj in members]
     objs += [_label(b, "scc") for b in scc_objects(result["grants"])] if result["grants"] else []
     if options.get("render"):

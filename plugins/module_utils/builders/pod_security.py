@@ -16,6 +16,12 @@ __metaclass__ = type
 RESTRICTED, BASELINE, PRIVILEGED = "restricted", "baseline", "privileged"
 LEVELS = (RESTRICTED, BASELINE, PRIVILEGED)  # least permissive first
 
+# The policy version these checks follow, written on the namespaces beside each level
+POLICY_VERSION = "v1.36"
+LABEL_PREFIX = "pod-security.kubernetes.io/"
+# OpenShift's label synchronizer leaves a namespace with this label set to "false" alone
+SYNC_LABEL = "security.openshift.io/scc.podSecurityLabelSync"
+
 CONTAINER_FIELDS = ("initContainers", "containers", "ephemeralContainers")
 
 # check_capabilities_baseline.go: capabilities_allowed_1_0
