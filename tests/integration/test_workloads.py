@@ -146,10 +146,15 @@ def test_gpu_notebooks_land_on_gpu_nodes_and_admission_refuses_what_is_not_allow
 def test_components_deployments_become_available_on_kwok_nodes(playbook, kube, control_plane, instance):
     control_plane.add_workers(2, prefix=instance + "-worker")
     ns = instance
+    # a namespace of the render that someone else made: the role never labels it
+    foreign = ensure_namespace(kube, "istio-system")
+    foreign_labels = dict(foreign["metadata"].get("labels") or {})
     extra = dict(only_roles("service_mesh", "components"), kfocp_instance=instance, components_namespace=ns,
                  components_no_log=False, scc_grants=[])
     first = playbook("site", extra)
     assert first.rc == 0, first.stdout[-3000:]
+    assert "FORCED BY" in first.stdout  # the Pod Security report
+    assert kube.get(kube.resource("v1", "Namespace"), "istio-system")["metadata"].get("labels") == foreign_labels
     deployments = kube.list(kube.resource("apps/v1", "Deployment"), namespace=ns)
     assert len(deployments) >= 5, [d["metadata"]["name"] for d in deployments]
 
@@ -167,6 +172,13 @@ def test_components_deployments_become_available_on_kwok_nodes(playbook, kube, c
     # on plain workers only: none of them tolerates the GPU nodes' taint
     workers = set(n["metadata"]["name"] for n in kube.list(kube.resource("v1", "Node")) if not n["spec"].get("taints"))
     assert set(p["spec"]["nodeName"] for p in running) <= workers
+    # every namespace the role created carries the labels, exact for the pods running there
+    labelled = [n["metadata"]["name"] for n in kube.list(kube.resource("v1", "Namespace"),
+                                                         label_selector="kfocp.io/instance=" + instance)]
+    assert ns in labelled and "istio-system" not in labelled
+    for name in labelled:
+        assert_pod_security_labels_are_exact(kube, name, [p for p in pods(kube, name)
+                                                          if p["status"].get("phase") == "Running"], instance)
 
     # the profile controller and KFAM trust the user header from the gateway the service_mesh role describes
     settings = {"flavour": "external", "external": {"namespace": "istio-system", "gateway": "istio-ingressgateway",
@@ -220,6 +232,35 @@ def dry_run_pod(kube, namespace, name, template):
             return None, str(err)
         assert err.status == 403 and "violates PodSecurity" in str(err), (namespace, name, str(err))
         return False, str(err)
+
+
+def assert_pod_security_labels_are_exact(kube, namespace, running, instance):
+    """The namespace's PodSecurity labels admit every pod of its own, without a warning, and no
+    stricter level would: at least one of them is refused at the next stricter level (a server-side
+    dry run in a scratch namespace labelled at that level)."""
+    from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import pod_security as ps
+    labels = kube.get(kube.resource("v1", "Namespace"), namespace)["metadata"]["labels"]
+    level = labels[PSA + "enforce"]
+    assert labels[PSA + "warn"] == labels[PSA + "audit"] == level
+    assert labels[PSA + "enforce-version"] == ps.POLICY_VERSION
+    templates = [{"metadata": {"annotations": p["metadata"].get("annotations") or {}},
+                  "spec": dict((k, v) for k, v in p["spec"].items() if k not in ("nodeName", "priority", "preemptionPolicy"))} for p in running]
+    kube.warnings.clear()
+    for index, template in enumerate(templates):
+        admitted, message = dry_run_pod(kube, namespace, "psa-check-%d" % index, template)
+        assert admitted, message
+    assert not [w for w in kube.warnings if "PodSecurity" in w], kube.warnings
+    stricter = ps.stricter(level)
+    if stricter is None:
+        return
+    scratch = psa_namespace(kube, "%s-%s-%s" % (instance, namespace[:20], stricter), stricter)
+    for template in templates:  # the scratch namespace has only its default account (not a Pod Security field)
+        template["spec"].pop("serviceAccount", None)
+        template["spec"]["serviceAccountName"] = "default"
+    refused = [message for index, template in enumerate(templates)
+               for admitted, message in [dry_run_pod(kube, scratch, "psa-check-%d" % index, template)] if not admitted]
+    assert refused, "every pod of %s would be admitted at %s, so %s is not the least permissive level" % (
+        namespace, stricter, level)
 
 
 def test_the_pod_security_levels_agree_with_the_real_podsecurity_admission(kube, instance):
