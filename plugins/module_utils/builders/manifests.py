@@ -833,17 +833,6 @@ def derive_pod_security(objs, namespaces, setting="auto"):
     return result
 
 
-def pod_security_labels(level):
-    """The PodSecurity admission labels of a namespace at `level`: enforced, warned and audited at
-    the policy version the levels are computed for. Setting all six keeps OpenShift's label
-    synchronizer off them (it only writes labels no other manager set), and the sync label says so."""
-    labels = {pod_security.SYNC_LABEL: "false"}
-    for mode in ("enforce", "warn", "audit"):
-        labels[pod_security.LABEL_PREFIX + mode] = level
-        labels[pod_security.LABEL_PREFIX + mode + "-version"] = pod_security.POLICY_VERSION
-    return labels
-
-
 def pod_security_table(levels):
     """Lines of a fixed-width table: namespace, level, the workload and field that forced it, and
     the reason (every field the next stricter level refuses, with its workload)."""
@@ -910,14 +899,15 @@ def ownership_policy(objs, take_over=()):
 PROFILE_LABELS_FILE = "namespace-labels.yaml"
 
 
-def profile_namespace_labels(objs, revision):
+def profile_namespace_labels(objs, revision, extra=None):
     """The profile controller's namespace-labels file (the ConfigMap holding namespace-labels.yaml)
     with the injection labels of a revision-based mesh: istio.io/rev=<revision>, and
     istio-injection given the empty value, which makes the controller remove the
     istio-injection=enabled it puts on every profile namespace (that label would win over the
     revision). The controller only adds missing labels, so these belong in its file, not in a
-    patch of the namespaces. Without a revision the objects are returned unchanged."""
-    if not revision:
+    patch of the namespaces. `extra` labels are written into the file too (the Pod Security labels
+    of profile namespaces). Without a revision or extra labels the objects are returned unchanged."""
+    if not revision and not extra:
         return objs
     import yaml  # PyYAML comes with Ansible; the labels file is YAML inside a ConfigMap value
     out = []
@@ -926,7 +916,9 @@ def profile_namespace_labels(objs, revision):
         if obj.get("kind") == "ConfigMap" and PROFILE_LABELS_FILE in data:
             obj = copy.deepcopy(obj)
             labels = yaml.safe_load(data[PROFILE_LABELS_FILE] or "") or {}
-            labels.update({"istio-injection": "", "istio.io/rev": revision})
+            if revision:
+                labels.update({"istio-injection": "", "istio.io/rev": revision})
+            labels.update(extra or {})
             obj["data"][PROFILE_LABELS_FILE] = yaml.safe_dump(labels, default_flow_style=False, sort_keys=True)
         out.append(obj)
     return out
@@ -953,7 +945,8 @@ def assemble(rendered, options):
     """Everything the role applies or writes, from {component: [rendered objects]}.
 
     Returns {objects, grants, audit, pod_security, pod_security_table, mirror, mirror_lines,
-    unmatched_images}. `options` keys (all optional): namespace, pod_security (auto, a level or none), api_versions, mirror {prefixes, digests}, sidecar {revision, authservice,
+    unmatched_images}. `options` keys (all optional): namespace, pod_security (auto, a level or none),
+    profile_pod_security (the level written into the profile controller's namespace labels, or none), api_versions, mirror {prefixes, digests}, sidecar {revision, authservice,
     exclude, namespaces}, virtualservice {gateway, hosts, export_to}, metadata_envoy {base_id, config},
     principals {env name: principal} (the profile controller's), mesh_membership (what the
     mesh_membership filter returns for the namespace: its labels and ServiceMeshMember),
@@ -993,6 +986,12 @@ def assemble(rendered, options):
         labels = {"istio.io/rev": sidecar["revision"]} if sidecar.get("revision") else {"istio-injection": "enabled"}
         injection = dict((name, labels) for name in injected)
         objs = profile_namespace_labels(objs, sidecar.get("revision") or "")
+    profile_level = options.get("profile_pod_security") or "none"
+    require(profile_level in pod_security.LEVELS + ("none",), "components_profile_pod_security",
+            "must be one of %s, not %r" % (", ".join(pod_security.LEVELS + ("none",)), profile_level),
+            "Give the level of namespace_policies_pod_security, or none")
+    if profile_level != "none":
+        objs = profile_namespace_labels(objs, "", pod_security.labels(profile_level))
     if options.get("mirror") is not None:
         mirror = options["mirror"]
         objs, result["mirror"], result["unmatched_images"], result["mirror_warnings"] = mirror_images(
@@ -1014,7 +1013,7 @@ def assemble(rendered, options):
     result["pod_security"] = derive_pod_security(objs, names, options.get("pod_security") or "auto")
     result["pod_security_table"] = pod_security_table(result["pod_security"])
     for name, entry in result["pod_security"].items():
-        injection[name] = dict(injection.get(name) or {}, **pod_security_labels(entry["level"]))
+        injection[name] = dict(injection.get(name) or {}, **pod_security.labels(entry["level"]))
     objs = platform_namespaces(objs, injection) + [_label(obj, "mesh") for obj in members]
     objs += [_label(b, "scc") for b in scc_objects(result["grants"])] if result["grants"] else []
     if options.get("render"):

@@ -6,7 +6,7 @@
 For each profile namespace (selected by label): mesh membership (by default the way the
 service_mesh role's flavour wants it: a ServiceMeshMember for Service Mesh 2, labels for Service
 Mesh 3 and an existing Istio; or a ServiceMeshMember of a named control plane, or the namespace in
-the ServiceMeshMemberRoll's members), the GPU toleration as the namespace's default
+the ServiceMeshMemberRoll's members), the Pod Security admission labels of one level, the GPU toleration as the namespace's default
 tolerations, a LimitRange, SCC use grants for the profile's service accounts, the serverless
 policies and the data lake annotation of the default-editor service account, when enabled.
 Every other namespace, except the configured exclusions, gets a tolerations whitelist that
@@ -24,7 +24,7 @@ import json
 import re
 
 from ansible_collections.kfocp.kubeflow.plugins.module_utils import objects as o
-from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import mesh, scc
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import mesh, pod_security, scc
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.common import (  # noqa: F401 (plain)
     dns_label, dns_subdomain, label_selector, labels, plain, qualified_name, quantity, require)
 
@@ -56,6 +56,7 @@ DEFAULTS = {
     "namespace_policies_whitelist_namespaces": ["*"],
     "namespace_policies_whitelist_exclude": ["default", "openshift", "openshift-*", "kube-*"],
     "namespace_policies_gpu_operator_namespace": "nvidia-gpu-operator",
+    "namespace_policies_pod_security": "baseline",
     "namespace_policies_limitrange": {"default": {"cpu": "1", "memory": "2Gi"},
                                       "defaultRequest": {"cpu": "100m", "memory": "256Mi"}},
     "namespace_policies_scc": "",
@@ -109,6 +110,10 @@ class Settings(object):
             dns_label(self["namespace_policies_mesh_namespace"], "namespace_policies_mesh_namespace")
         for key in ("namespace_policies_gpu_tolerations", "namespace_policies_others_whitelist"):
             tolerations(self[key], key)
+        levels = pod_security.LEVELS + ("none",)
+        require(self["namespace_policies_pod_security"] in levels, "namespace_policies_pod_security",
+                "%r is not one of %s" % (self["namespace_policies_pod_security"], ", ".join(levels)),
+                "Use baseline (notebooks, pipeline runs, inference services with sidecars), another level, or none")
         if self["namespace_policies_gpu_operator_namespace"]:
             dns_label(self["namespace_policies_gpu_operator_namespace"], "namespace_policies_gpu_operator_namespace")
         for key in ("namespace_policies_whitelist_namespaces", "namespace_policies_whitelist_exclude"):
@@ -234,6 +239,8 @@ def _namespace_objects(namespace, settings, serviceaccounts=None):
         labels.update(joined["labels"])
         annotations.update(joined["annotations"])
         objs += joined["objects"]
+    if settings["namespace_policies_pod_security"] != "none":
+        labels.update(pod_security.labels(settings["namespace_policies_pod_security"]))
     if annotations or labels:
         objs.insert(0, _shared_namespace(name, annotations, labels))
     if settings["namespace_policies_mesh_mode"] == "member":

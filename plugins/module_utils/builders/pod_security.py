@@ -305,6 +305,17 @@ def least_level(spec, metadata=None):
     return RESTRICTED, []
 
 
+def labels(level):
+    """The PodSecurity admission labels of a namespace at `level`: enforced, warned and audited at
+    the policy version these checks follow. Setting all six keeps OpenShift's label synchronizer
+    off them (it writes only the labels no other manager set), and its sync label says so."""
+    out = {SYNC_LABEL: "false"}
+    for mode in ("enforce", "warn", "audit"):
+        out[LABEL_PREFIX + mode] = level
+        out[LABEL_PREFIX + mode + "-version"] = POLICY_VERSION
+    return out
+
+
 def more_permissive(a, b):
     """The more permissive of two levels."""
     return a if LEVELS.index(a) >= LEVELS.index(b) else b
