@@ -116,6 +116,13 @@ def test_gpu_notebooks_land_on_gpu_nodes_and_admission_refuses_what_is_not_allow
     assert GPU_TOLERATION in running["spec"]["tolerations"]
     assert running["spec"]["containers"][0]["resources"]["requests"]["nvidia.com/gpu"] == "1"
 
+    # the profile namespace's Pod Security level (namespace_policies_pod_security: baseline) admits a
+    # tenant's notebook, which no stricter level would
+    without_gpu = json.loads(json.dumps(running))  # the quota has room for one GPU only, which gpu-nb-0 holds
+    for container in without_gpu["spec"]["containers"]:
+        container["resources"] = {}
+    assert_pod_security_labels_are_exact(kube, profile, [without_gpu], instance)
+
     # a second GPU notebook is over the profile's quota: the StatefulSet's pod is refused
     assert create(control_plane, notebook("gpu-nb2", profile, gpus=1)).returncode == 0
     sets = kube.resource("apps/v1", "StatefulSet")
@@ -234,6 +241,12 @@ def dry_run_pod(kube, namespace, name, template):
         return False, str(err)
 
 
+def pod_template(pod):
+    """A pod as a template to create again: without what the scheduler and the Priority admission set."""
+    return {"metadata": {"annotations": pod["metadata"].get("annotations") or {}},
+            "spec": dict((k, v) for k, v in pod["spec"].items() if k not in ("nodeName", "priority", "preemptionPolicy"))}
+
+
 def assert_pod_security_labels_are_exact(kube, namespace, running, instance):
     """The namespace's PodSecurity labels admit every pod of its own, without a warning, and no
     stricter level would: at least one of them is refused at the next stricter level (a server-side
@@ -243,8 +256,7 @@ def assert_pod_security_labels_are_exact(kube, namespace, running, instance):
     level = labels[PSA + "enforce"]
     assert labels[PSA + "warn"] == labels[PSA + "audit"] == level
     assert labels[PSA + "enforce-version"] == ps.POLICY_VERSION
-    templates = [{"metadata": {"annotations": p["metadata"].get("annotations") or {}},
-                  "spec": dict((k, v) for k, v in p["spec"].items() if k not in ("nodeName", "priority", "preemptionPolicy"))} for p in running]
+    templates = [pod_template(p) for p in running]
     kube.warnings.clear()
     for index, template in enumerate(templates):
         admitted, message = dry_run_pod(kube, namespace, "psa-check-%d" % index, template)
