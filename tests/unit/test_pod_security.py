@@ -61,3 +61,36 @@ def test_the_order_of_levels():
 
 def test_an_empty_pod_is_restricted():
     assert ps.least_level({}) == (ps.RESTRICTED, [])
+
+
+def namespace(name, level=None, warn=None, audit=None):
+    labels = {}
+    for mode, value in (("enforce", level), ("warn", warn or level), ("audit", audit or level)):
+        if value:
+            labels["pod-security.kubernetes.io/" + mode] = value
+    return {"metadata": {"name": name, "labels": labels}}
+
+
+def live(name, ns, template):
+    return {"metadata": dict(template["metadata"], name=name, namespace=ns), "spec": template["spec"]}
+
+
+def test_pod_level_of_a_live_pod():
+    assert ps.pod_level(live("a", "kf", pod(container(privileged=True)))) == {
+        "level": "privileged", "reasons": ["spec.containers[app].securityContext.privileged: true"]}
+    assert ps.pod_level(live("a", "kf", pod())) == {"level": "restricted", "reasons": []}
+
+
+def test_verify_rows_pass_only_when_the_labels_are_one_level_that_admits_every_pod():
+    pods = [live("ok", "kf", pod()), live("bare", "kf", pod({"name": "app", "image": "x"})),
+            live("root", "other", pod(container(privileged=True)))]
+    rows = ps.verify_rows(["kf", "other", "split", "missing"],
+                          [namespace("kf", "baseline"), namespace("other", "baseline"),
+                           namespace("split", "baseline", warn="restricted")], pods)
+    assert [(r["target"], r["pass"]) for r in rows] == [("kf", True), ("other", False), ("split", False),
+                                                        ("missing", False)]
+    assert rows[1]["detail"] == "enforce/warn/audit baseline; root needs privileged"
+    assert "not one level" in rows[2]["detail"] and rows[3]["detail"] == "no such namespace"
+    assert ps.verify_rows(["kf"], [namespace("kf", "restricted")], pods)[0]["detail"] == (
+        "enforce/warn/audit restricted; bare needs baseline")
+    assert not ps.verify_rows(["kf"], [namespace("kf")], pods)[0]["pass"]  # no labels at all

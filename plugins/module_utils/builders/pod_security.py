@@ -316,6 +316,42 @@ def labels(level):
     return out
 
 
+def pod_level(pod):
+    """{level, reasons} of one pod (an object with metadata and spec, as the API returns it):
+    the least permissive level that admits it, and "field: detail" for each field the next stricter
+    level refuses."""
+    pod = pod or {}
+    level, reasons = least_level(pod.get("spec") or {}, pod.get("metadata") or {})
+    return {"level": level, "reasons": ["%s: %s" % (r[2], r[3]) for r in reasons]}
+
+
+def verify_rows(names, namespaces, pods):
+    """One check row per namespace name ({check: podsecurity, target, pass, detail}): it passes when
+    the namespace carries enforce, warn and audit labels at one level and every pod in it (as
+    admitted) needs no more than that level. `namespaces` and `pods` are live objects."""
+    found = dict(((n.get("metadata") or {}).get("name"), (n.get("metadata") or {}).get("labels") or {})
+                 for n in namespaces or [])
+    rows = []
+    for name in names:
+        labels = found.get(name)
+        if labels is None:
+            rows.append({"check": "podsecurity", "target": name, "pass": False, "detail": "no such namespace"})
+            continue
+        enforced = labels.get(LABEL_PREFIX + "enforce")
+        same = enforced in LEVELS and all(labels.get(LABEL_PREFIX + mode) == enforced for mode in ("warn", "audit"))
+        over = []
+        for pod in pods or []:
+            if (pod.get("metadata") or {}).get("namespace") != name:
+                continue
+            needed = pod_level(pod)["level"]
+            if same and LEVELS.index(needed) > LEVELS.index(enforced):
+                over.append("%s needs %s" % (pod["metadata"].get("name"), needed))
+        detail = "enforce/warn/audit %s%s%s" % (enforced or "unset", "" if same else " (not one level)",
+                                                ("; " + ", ".join(over)) if over else "")
+        rows.append({"check": "podsecurity", "target": name, "pass": same and not over, "detail": detail})
+    return rows
+
+
 def more_permissive(a, b):
     """The more permissive of two levels."""
     return a if LEVELS.index(a) >= LEVELS.index(b) else b
