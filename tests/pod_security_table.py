@@ -86,9 +86,9 @@ ROWS = [
      "privileged", ["hostProbesAndHostLifecycle"]),
     ("lifecycle-host", pod(dict(container(), lifecycle={"postStart": {"httpGet": {"host": "node", "port": 80}}})),
      "privileged", ["hostProbesAndHostLifecycle"]),
-    ("windows-host-process", pod(dict(WINDOWS, securityContext={"windowsOptions": {"hostProcess": True},
-                                                                 "runAsNonRoot": True}),
-                                 os={"name": "windows"}, hostNetwork=True),
+    ("windows-host-process",
+     pod(dict(WINDOWS, securityContext={"windowsOptions": {"hostProcess": True}, "runAsNonRoot": True}),
+         os={"name": "windows"}, hostNetwork=True),
      "privileged", ["hostNamespaces", "windowsHostProcess"]),
     # restricted checks
     ("nfs-volume", pod(volumes=[{"name": "data", "nfs": {"server": "nfs.example.com", "path": "/exports"}}]),

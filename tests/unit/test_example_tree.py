@@ -77,8 +77,9 @@ def test_pod_security_level_of_each_namespace_and_the_workload_and_field_that_fo
 
 
 def test_pod_security_fixed_level_fails_naming_the_workload_and_field(rendered):
-    with pytest.raises(DefinitionError, match=r"components_pod_security: DaemonSet istio-cni-node in namespace "
-                                               r"kube-system needs the privileged level, as spec.hostNetwork"):
+    message = (r"components_pod_security: DaemonSet istio-cni-node in namespace kube-system needs the privileged "
+               r"level, as spec.hostNetwork")
+    with pytest.raises(DefinitionError, match=message):
         m.assemble(rendered, {"pod_security": "baseline"})
     result = m.assemble(rendered, {"pod_security": "privileged"})
     assert set(e["level"] for e in result["pod_security"].values()) == {"privileged"}

@@ -946,7 +946,8 @@ def assemble(rendered, options):
 
     Returns {objects, grants, audit, pod_security, pod_security_table, mirror, mirror_lines,
     unmatched_images}. `options` keys (all optional): namespace, pod_security (auto, a level or none),
-    profile_pod_security (the level written into the profile controller's namespace labels, or none), api_versions, mirror {prefixes, digests}, sidecar {revision, authservice,
+    profile_pod_security (the level written into the profile controller's namespace labels, or none),
+    api_versions, mirror {prefixes, digests}, sidecar {revision, authservice,
     exclude, namespaces}, virtualservice {gateway, hosts, export_to}, metadata_envoy {base_id, config},
     principals {env name: principal} (the profile controller's), mesh_membership (what the
     mesh_membership filter returns for the namespace: its labels and ServiceMeshMember),

@@ -153,8 +153,7 @@ def _proc_mount_any(spec):
 def _proc_mount_baseline(meta, spec):  # check_procMount_baseline.go (1.35: user namespaces relax it)
     if _user_namespace(spec):
         return
-    for found in _proc_mount_any(spec):
-        yield found
+    yield from _proc_mount_any(spec)
 
 
 def _seccomp_baseline(meta, spec):  # check_seccompProfile_baseline.go (1.19: fields, not annotations)
@@ -256,8 +255,7 @@ def _capabilities_restricted(meta, spec):  # check_capabilities_restricted.go (1
 
 
 def _proc_mount_restricted(meta, spec):  # check_procMount_restricted.go (1.35: no relaxation)
-    for found in _proc_mount_any(spec):
-        yield found
+    yield from _proc_mount_any(spec)
 
 
 # (check id, level it belongs to, function), in upstream's registration order
