@@ -137,6 +137,13 @@ steps:
   type: list
   elements: dict
   sample: [{build: profiles, set: profiles, changed: false, summary: {unchanged: 2}}]
+pod_security_left_alone:
+  description:
+    - With O(build=namespace_policies), the profile namespaces whose Pod Security labels another field manager
+      set to another level, left as they are, each with those labels and their manager.
+  returned: with O(build=namespace_policies), when there are any
+  type: list
+  elements: str
 api_warnings:
   description: Warnings the API server returned (deprecated APIs, unknown fields).
   returned: when there were any

@@ -235,3 +235,29 @@ def test_the_role_passes_exactly_the_membership_settings():
 ])
 def test_good_selectors_are_kept(text, parsed):
     assert np.selector(text) == parsed
+
+
+def managed(manager, *keys):
+    return {"manager": manager, "operation": "Update",
+            "fieldsV1": {"f:metadata": {"f:labels": dict(("f:" + k, {}) for k in keys)}}}
+
+
+def test_pod_security_labels_another_manager_set_to_another_level_are_left_as_they_are():
+    enforce = "pod-security.kubernetes.io/enforce"
+    theirs = ns("team-a", dict(PROFILE_LABELS, **{enforce: "restricted"}))
+    theirs["metadata"]["managedFields"] = [managed("manager", enforce, "app.kubernetes.io/part-of")]
+    labels = index(np.objects_for_namespace(theirs, {}))[("Namespace", None, "team-a")]["metadata"]["labels"]
+    assert not [k for k in labels if k.startswith("pod-security") or k.startswith("security.openshift.io")]
+    assert np.pod_security_left_alone([theirs, ns("web")], {}) == [
+        "team-a: pod-security.kubernetes.io/enforce=restricted (set by manager)"]
+    # the same value, or kfocp's own earlier level: applied (co-owned, or kfocp's to change)
+    same = ns("team-b", dict(PROFILE_LABELS, **{enforce: "baseline"}))
+    same["metadata"]["managedFields"] = [managed("manager", enforce)]
+    ours = ns("team-c", dict(PROFILE_LABELS, **{enforce: "privileged"}))
+    ours["metadata"]["managedFields"] = [managed("kfocp-namespace-policies", enforce)]
+    for namespace in (same, ours):
+        name = namespace["metadata"]["name"]
+        patch = index(np.objects_for_namespace(namespace, {}))[("Namespace", None, name)]
+        assert patch["metadata"]["labels"][enforce] == "baseline"
+    assert np.pod_security_left_alone([same, ours], {}) == []
+    assert np.pod_security_left_alone([theirs], {"namespace_policies_pod_security": "none"}) == []

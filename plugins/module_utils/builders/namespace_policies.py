@@ -239,7 +239,7 @@ def _namespace_objects(namespace, settings, serviceaccounts=None):
         labels.update(joined["labels"])
         annotations.update(joined["annotations"])
         objs += joined["objects"]
-    if settings["namespace_policies_pod_security"] != "none":
+    if settings["namespace_policies_pod_security"] != "none" and not _pod_security_set_by_others(namespace, settings):
         labels.update(pod_security.labels(settings["namespace_policies_pod_security"]))
     if annotations or labels:
         objs.insert(0, _shared_namespace(name, annotations, labels))
@@ -278,6 +278,45 @@ def _namespace_objects(namespace, settings, serviceaccounts=None):
                                       "annotations": {settings["namespace_policies_data_lake_annotation"]: arn,
                                                       o.OWNERSHIP: o.SHARED}}})
     return objs
+
+
+def _pod_security_set_by_others(namespace, settings):
+    """The Pod Security labels of the namespace that another field manager set to another value than
+    this role's: [(label, value, manager)]. The role then leaves all of them as they are (so does
+    OpenShift's label synchronizer with labels others set), rather than fail on the conflict: the
+    profile controller writes the labels of its namespace-labels file when it creates a namespace,
+    and an administrator may have chosen a level for one namespace."""
+    level = settings["namespace_policies_pod_security"]
+    if level == "none":
+        return []
+    meta = namespace.get("metadata") or {}
+    live = meta.get("labels") or {}
+    owners = {}
+    for entry in meta.get("managedFields") or []:
+        manager = str(entry.get("manager") or "")
+        for key in (((entry.get("fieldsV1") or {}).get("f:metadata") or {}).get("f:labels") or {}):
+            owners.setdefault(key[2:], []).append(manager)
+    found = []
+    for label, value in sorted(pod_security.labels(level).items()):
+        others = [m for m in owners.get(label, []) if not m.startswith(o.MANAGER)]
+        if label in live and live[label] != value and others:
+            found.append((label, live[label], others[0]))
+    return found
+
+
+def pod_security_left_alone(namespaces, settings):
+    """For the report: each profile namespace whose Pod Security labels the role leaves as they are,
+    with the labels another manager set ("<namespace>: <label>=<value> (set by <manager>), ...")."""
+    cfg = Settings(settings).check()
+    out = []
+    for namespace in sorted(plain(namespaces or []), key=lambda n: n["metadata"]["name"]):
+        if not (_live(namespace) and is_profile_namespace(namespace, cfg)):
+            continue
+        found = _pod_security_set_by_others(namespace, cfg)
+        if found:
+            out.append("%s: %s" % (namespace["metadata"]["name"], ", ".join(
+                "%s=%s (set by %s)" % item for item in found)))
+    return out
 
 
 def objects_for_namespace(namespace, settings):
