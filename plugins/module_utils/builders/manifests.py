@@ -835,7 +835,7 @@ def derive_pod_security(objs, namespaces, setting="auto"):
 
 def pod_security_table(levels):
     """Lines of a fixed-width table: namespace, level, the workload and field that forced it, and
-    the reason (every field the next stricter level refuses, with its workload)."""
+    the reason (the checks of the next stricter level each forcing workload fails)."""
     rows = [("NAMESPACE", "LEVEL", "WORKLOAD", "FORCED BY", "REASON")]
     rows += [(ns, e["level"], e["workload"], e["field"], e["reason"]) for ns, e in sorted(levels.items())]
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
