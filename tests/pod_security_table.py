@@ -82,6 +82,9 @@ ROWS = [
         "container.apparmor.security.beta.kubernetes.io/app": "unconfined"}), "privileged", ["appArmorProfile"]),
     ("apparmor-annotation-localhost", pod(annotations={
         "container.apparmor.security.beta.kubernetes.io/app": "localhost/kubeflow"}), "restricted", []),
+    # Kubernetes ignores seccomp annotations (OpenShift's SCC admission does not: see least_level)
+    ("seccomp-annotation-unconfined", pod(container(seccompProfile=None), securityContext=POD_LEVEL, annotations={
+        "container.seccomp.security.alpha.kubernetes.io/app": "unconfined"}), "restricted", []),
     ("probe-host", pod(dict(container(), livenessProbe={"httpGet": {"host": "10.0.0.1", "port": 8080}})),
      "privileged", ["hostProbesAndHostLifecycle"]),
     ("lifecycle-host", pod(dict(container(), lifecycle={"postStart": {"httpGet": {"host": "node", "port": 80}}})),

@@ -94,3 +94,16 @@ def test_verify_rows_pass_only_when_the_labels_are_one_level_that_admits_every_p
     assert ps.verify_rows(["kf"], [namespace("kf", "restricted")], pods)[0]["detail"] == (
         "enforce/warn/audit restricted; bare needs baseline")
     assert not ps.verify_rows(["kf"], [namespace("kf")], pods)[0]["pass"]  # no labels at all
+
+
+def test_seccomp_annotations_count_where_scc_admission_turns_them_into_fields():
+    """Kubernetes ignores them (the table's rows go through its admission); OpenShift's SCC
+    admission makes them the seccomp profile, so the workloads' level counts the unconfined ones."""
+    unconfined = pod(annotations={"container.seccomp.security.alpha.kubernetes.io/app": "unconfined"})
+    assert ps.least_level(unconfined["spec"], unconfined["metadata"]) == (ps.RESTRICTED, [])
+    level, reasons = ps.least_level(unconfined["spec"], unconfined["metadata"], openshift=True)
+    assert level == ps.PRIVILEGED
+    assert reasons[0][2] == "metadata.annotations[container.seccomp.security.alpha.kubernetes.io/app]"
+    for value in ("runtime/default", "docker/default", "localhost/kf.json"):
+        fine = pod(annotations={"seccomp.security.alpha.kubernetes.io/pod": value})
+        assert ps.least_level(fine["spec"], fine["metadata"], openshift=True) == (ps.RESTRICTED, [])

@@ -783,7 +783,8 @@ REASON_WORKLOADS = 3  # the workloads a reason names, with their checks
 def derive_pod_security(objs, namespaces, setting="auto"):
     """The Pod Security Standards level of each namespace in `namespaces`, from the pod templates
     of the workloads that live there (after kfocp's own adaptations): the most permissive level
-    any of them needs (restricted when none needs more). `setting` is auto (that level), a level
+    any of them needs (restricted when none needs more), on Kubernetes and on OpenShift (where SCC
+    admission turns seccomp annotations into fields). `setting` is auto (that level), a level
     (that level for every namespace: it fails, before any change, naming the workload and the
     field, when a workload needs more), or none (no levels: {}).
 
@@ -807,7 +808,7 @@ def derive_pod_security(objs, namespaces, setting="auto"):
                 "metadata") or {}
         elif obj.get("kind") == "Pod":
             meta = obj.get("metadata") or {}
-        level, reasons = pod_security.least_level(spec, meta)
+        level, reasons = pod_security.least_level(spec, meta, openshift=True)
         needs[_ns(obj)].append(("%s %s" % (obj["kind"], _name(obj)), level, reasons))
     result = {}
     for namespace, workloads in sorted(needs.items()):

@@ -282,6 +282,22 @@ CHECKS = (
 )
 
 
+SECCOMP_POD_ANNOTATION = "seccomp.security.alpha.kubernetes.io/pod"
+SECCOMP_CONTAINER_ANNOTATION = "container.seccomp.security.alpha.kubernetes.io/"
+
+
+def scc_seccomp_annotations(metadata):
+    """The seccomp annotations OpenShift's SCC admission turns into seccomp profile fields before
+    PodSecurity sees the pod (the Kubernetes API server itself ignores them since 1.27), whose value
+    baseline refuses there: [(field path, value)]. (The SCC's other defaults only tighten a pod.)"""
+    found = []
+    for key, value in sorted(((metadata or {}).get("annotations") or {}).items()):
+        if key == SECCOMP_POD_ANNOTATION or key.startswith(SECCOMP_CONTAINER_ANNOTATION):
+            if not (value in ("runtime/default", "docker/default") or str(value).startswith("localhost/")):
+                found.append(("metadata.annotations[%s]" % key, str(value)))
+    return found
+
+
 def violations(spec, metadata=None):
     """Every failed check: [(check id, the level that forbids it, field path, what is wrong)].
     A baseline check's failure forbids both baseline and restricted; a restricted check's only
@@ -291,10 +307,15 @@ def violations(spec, metadata=None):
     return [(check, level, field, detail) for check, level, func in CHECKS for field, detail in func(metadata, spec)]
 
 
-def least_level(spec, metadata=None):
+def least_level(spec, metadata=None, openshift=False):
     """(level, reasons): the least permissive level that admits the pod, and the violations of the
-    next stricter level, which forced it ([] for restricted)."""
+    next stricter level, which forced it ([] for restricted). With `openshift`, the seccomp
+    annotations SCC admission turns into fields count too (scc_seccomp_annotations): the level then
+    admits the pod on both platforms."""
     found = violations(spec, metadata)
+    if openshift:
+        found += [("seccompProfile_baseline", BASELINE, field, "%s (SCC admission makes it the seccomp profile)" % value)
+                  for field, value in scc_seccomp_annotations(metadata)]
     baseline = [v for v in found if v[1] == BASELINE]
     if baseline:
         return PRIVILEGED, baseline
