@@ -6,7 +6,7 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import scc
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import pod_security, scc
 from ansible_collections.kfocp.kubeflow.plugins.plugin_utils.filters import as_filter as _wrap
 
 
@@ -16,4 +16,6 @@ class FilterModule(object):
             "scc_objects": _wrap(scc.objects),
             "scc_rolebindings": _wrap(scc.rolebindings),
             "scc_audit": _wrap(scc.audit_table),
+            "pod_security_level": _wrap(pod_security.pod_level),
+            "pod_security_verify": _wrap(pod_security.verify_rows),
         }

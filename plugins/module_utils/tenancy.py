@@ -26,6 +26,7 @@ PROFILE_NAMESPACES = "app.kubernetes.io/part-of=kubeflow-profile"
 PENDING_POLL = 2.0
 # The key under which build_profiles keeps its plan for build_profiles_access (run_steps' memo).
 MEMO = "profiles"
+POD_SECURITY_LABELS = "pod-security.kubernetes.io/"
 
 
 def live(client, api_version, kind, label_selector=None, field_selector=None):
@@ -38,8 +39,25 @@ def live(client, api_version, kind, label_selector=None, field_selector=None):
     items = client.list(res, label_selector=label_selector, field_selector=field_selector)
     for item in items:
         item["apiVersion"], item["kind"] = api_version, kind
-        item["metadata"].pop("managedFields", None)  # the builders never read them, and they are most of the bytes
+        # the builders read only who set a namespace's Pod Security labels; the rest is most of the bytes
+        fields = item["metadata"].pop("managedFields", None)
+        if kind == "Namespace" and fields:
+            kept = _pod_security_owners(fields)
+            if kept:
+                item["metadata"]["managedFields"] = kept
     return items
+
+
+def _pod_security_owners(fields):
+    """The managedFields entries that own Pod Security labels, with only those labels."""
+    kept = []
+    for entry in fields:
+        labels = (((entry.get("fieldsV1") or {}).get("f:metadata") or {}).get("f:labels") or {})
+        ours = dict((k, v) for k, v in labels.items() if k.startswith("f:" + POD_SECURITY_LABELS))
+        if ours:
+            kept.append({"manager": entry.get("manager"), "operation": entry.get("operation"),
+                         "fieldsV1": {"f:metadata": {"f:labels": ours}}})
+    return kept
 
 
 def _profile_inputs(client, settings):
@@ -121,7 +139,9 @@ def build_namespace_policies(client, settings, **_):
             roll = client.get(res, "default", settings.get("namespace_policies_mesh_namespace"))
         except UnknownKind:
             pass  # the builder says that there is no member roll
-    return namespace_policies.objects(namespaces, settings, namespaces, accounts, roll), {}
+    left = namespace_policies.pod_security_left_alone(namespaces, settings)
+    return (namespace_policies.objects(namespaces, settings, namespaces, accounts, roll),
+            {"pod_security_left_alone": left} if left else {})
 
 
 BUILDS = {

@@ -68,8 +68,8 @@ options:
   adapt:
     description:
       - Adapt the rendered objects for OpenShift in the same run, with these options (those of the
-        P(kfocp.kubeflow.components_assemble#filter) filter - namespace, api_versions, scc, sidecar,
-        mirror, virtualservice, metadata_envoy, argo, principals, mesh_membership, take_over, render),
+        P(kfocp.kubeflow.components_assemble#filter) filter - namespace, api_versions, scc, pod_security,
+        sidecar, mirror, virtualservice, metadata_envoy, argo, principals, mesh_membership, take_over, render),
         and return what that filter returns as RV(assembled) instead of RV(components).
       - An upstream-sized render (hundreds of objects, megabytes of JSON) then goes through Ansible's
         variables once instead of twice.
@@ -101,7 +101,8 @@ components:
 assembled:
   description:
     - With O(adapt), the adapted objects to apply or write (C(objects)), the SCC grants and their audit
-      table (C(grants), C(audit)), and the images to mirror (C(mirror), C(mirror_lines), C(unmatched_images),
+      table (C(grants), C(audit)), each namespace's Pod Security Standards level and its table
+      (C(pod_security), C(pod_security_table)), and the images to mirror (C(mirror), C(mirror_lines), C(unmatched_images),
       C(mirror_warnings)), as the P(kfocp.kubeflow.components_assemble#filter) filter returns them.
   returned: success, with O(adapt)
   type: dict

@@ -145,6 +145,13 @@ timing:
   returned: with O(state=present)
   type: dict
   sample: {build: 0.41, plan: 0.22, read: 0.35, compare and write: 0.12, prune: 0.3}
+pod_security_left_alone:
+  description:
+    - With O(build=namespace_policies), the profile namespaces whose Pod Security labels another field manager
+      set to another level, left as they are, each with those labels and their manager.
+  returned: with O(build=namespace_policies), when there are any
+  type: list
+  elements: str
 api_warnings:
   description: Warnings the API server returned (deprecated APIs, unknown fields).
   returned: when there were any

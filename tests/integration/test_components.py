@@ -220,5 +220,11 @@ def test_bad_input_fails_before_any_change_and_names_the_problem(playbook, kube,
     assert "malformed YAML in applications/katib/upstream/installs/katib-with-kubeflow/katib-config.yaml" \
         in malformed.stdout
 
+    # a Pod Security level below what a workload needs (kserve's node agent is privileged)
+    too_strict = playbook("components", dict(base, components_pod_security="baseline"))
+    assert too_strict.rc != 0
+    assert "components_pod_security: DaemonSet kserve-localmodelnode-agent in namespace %s needs the privileged " \
+           "level" % instance in too_strict.stdout
+
     assert inventory(kube, instance) == {}
     assert kube.get(kube.resource("v1", "Namespace"), instance) is None

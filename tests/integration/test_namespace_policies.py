@@ -8,6 +8,7 @@ import pytest
 from helpers import ROOT, isolated_policies, play_profile_controller, wait_for
 from test_profiles import apply_objects, named
 
+PSA = "pod-security.kubernetes.io/"
 GPU_TOLERATION = {"key": "workload", "operator": "Equal", "value": "ai-ml", "effect": "NoSchedule"}
 
 
@@ -46,21 +47,32 @@ def assert_in_mesh(kube, profile, flavour):
 
 
 def test_policies_on_and_off_and_their_effect_on_pods(playbook, kube, control_plane, instance, flavour="ossm3"):
-    profile, web = instance + "-p", instance + "-web"
+    profile, web, strict = instance + "-p", instance + "-web", instance + "-strict"
     apply_objects(control_plane, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": web}})
     extra = dict(isolated_policies(instance), kfocp_instance=instance, service_mesh_flavour=flavour,
                  profiles_quota_default={"requests.nvidia.com/gpu": "1"},
-                 profiles_list=[{"name": profile, "owner": {"user": "alice@example.com"}}],
+                 profiles_list=[{"name": profile, "owner": {"user": "alice@example.com"}},
+                                {"name": strict, "owner": {"user": "bob@example.com"}}],
                  namespace_policies_scc="nonroot", namespace_policies_serverless=True,
                  namespace_policies_data_lake=True,
                  namespace_policies_data_lake_role_template="arn:aws:iam::123456789012:role/kf-{namespace}")
     first = playbook("profiles", extra)
     assert first.rc == 0, first.stdout
     play_profile_controller(control_plane, [profile], {"kfocp-test": instance})
+    # a controller whose namespace-labels file sets upstream's restricted level (no kfocp components here)
+    play_profile_controller(control_plane, [strict], {"kfocp-test": instance, PSA + "enforce": "restricted",
+                                                      PSA + "enforce-version": "latest"})
     second = playbook("profiles", extra)
     assert second.rc == 0, second.stdout
 
     namespaces = kube.resource("v1", "Namespace")
+    # the Pod Security labels: the role's level, except where the controller set another one: left, and reported
+    labels = kube.get(namespaces, profile)["metadata"]["labels"]
+    assert [labels[PSA + mode] for mode in ("enforce", "warn", "audit")] == ["baseline"] * 3
+    assert labels[PSA + "enforce-version"] == "v1.36" and labels["security.openshift.io/scc.podSecurityLabelSync"] == "false"
+    labels = kube.get(namespaces, strict)["metadata"]["labels"]
+    assert labels[PSA + "enforce"] == "restricted" and PSA + "warn" not in labels
+    assert "%s: %senforce=restricted (set by profile-controller)" % (strict, PSA) in second.stdout
     annotations = kube.get(namespaces, profile)["metadata"]["annotations"]
     assert json.loads(annotations["scheduler.alpha.kubernetes.io/defaultTolerations"]) == [GPU_TOLERATION]
     assert annotations["owner"] == "alice@example.com"  # the controller's annotation is kept

@@ -9,6 +9,7 @@ import pytest
 
 from ansible_collections.kfocp.kubeflow.plugins.module_utils import kustomize
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import manifests as m
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.objects import DefinitionError
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
 import example_tree  # noqa: E402
@@ -50,6 +51,44 @@ def test_scc_least_privilege_and_the_deciding_field(rendered):
     assert "FORCED BY" in header
     spark = next(line for line in result["audit"] if line.startswith("spark-operator-controller"))
     assert "nonroot-v2" in spark and "spec.securityContext.fsGroup" in spark and "185" in spark
+
+
+def test_pod_security_level_of_each_namespace_and_the_workload_and_field_that_forced_it(rendered):
+    result = m.assemble(rendered, {"scc": {}, "sidecar": {}})
+    levels = dict((ns, (e["level"], e["workload"], e["field"])) for ns, e in result["pod_security"].items())
+    assert levels == example_tree.EXPECTED_POD_SECURITY
+    # every namespace of the render carries the labels of its level, at the pinned policy version
+    spaces = dict((o["metadata"]["name"], o["metadata"].get("labels") or {}) for o in result["objects"]
+                  if o["kind"] == "Namespace")
+    assert sorted(spaces) == sorted(levels)
+    for name, (level, _workload, _field) in levels.items():
+        for mode in ("enforce", "warn", "audit"):
+            assert spaces[name]["pod-security.kubernetes.io/" + mode] == level
+            assert spaces[name]["pod-security.kubernetes.io/%s-version" % mode] == "v1.36"
+        assert spaces[name]["security.openshift.io/scc.podSecurityLabelSync"] == "false"
+    assert spaces["kubeflow"]["istio-injection"] == "enabled"  # beside the injection label
+    # the report: one line per namespace, with what forced the level and the checks each workload fails
+    table = result["pod_security_table"]
+    assert "FORCED BY" in table[0] and len(table) == len(levels) + 1
+    hostport = next(line for line in table if line.startswith("kubeflow-system"))
+    assert "baseline refuses Deployment hostport-exporter (hostPorts)" in hostport
+    minio = m.derive_pod_security(result["objects"], ["kubeflow"])["kubeflow"]["reason"]
+    assert minio.startswith("restricted refuses ") and "and 18 more" in minio
+
+
+def test_pod_security_fixed_level_fails_naming_the_workload_and_field(rendered):
+    message = (r"components_pod_security: DaemonSet istio-cni-node in namespace kube-system needs the privileged "
+               r"level, as spec.hostNetwork")
+    with pytest.raises(DefinitionError, match=message):
+        m.assemble(rendered, {"pod_security": "baseline"})
+    result = m.assemble(rendered, {"pod_security": "privileged"})
+    assert set(e["level"] for e in result["pod_security"].values()) == {"privileged"}
+    result = m.assemble(rendered, {"pod_security": "none"})
+    assert result["pod_security"] == {}
+    assert not [o for o in result["objects"] if o["kind"] == "Namespace" and any(
+        k.startswith("pod-security.kubernetes.io/") for k in o["metadata"].get("labels") or {})]
+    with pytest.raises(DefinitionError, match="components_pod_security: must be one of"):
+        m.assemble(rendered, {"pod_security": "strict"})
 
 
 def test_sidecars_only_in_the_components_namespace_and_never_over_false(rendered):

@@ -718,3 +718,23 @@ def test_a_revision_goes_in_the_profile_controllers_namespace_labels_file():
         "istio-injection": "", "istio.io/rev": "r1-26"}  # the empty value makes the controller remove it
     assert out[1] == other and labels_file["data"]["namespace-labels.yaml"].count("\n") == 2  # not changed in place
     assert m.profile_namespace_labels([labels_file], "") == [labels_file]
+
+
+def test_the_profile_pod_security_level_goes_in_the_profile_controllers_namespace_labels_file():
+    """Upstream's file sets enforce and warn to restricted; the controller only adds missing labels, so
+    the level the namespace_policies role applies replaces those in the file, not on the namespaces."""
+    import yaml
+    labels_file = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "namespace-labels-data", "namespace": "kubeflow"},
+                   "data": {"namespace-labels.yaml": "app.kubernetes.io/part-of: kubeflow-profile\n"
+                                                     "pod-security.kubernetes.io/enforce: restricted\n"
+                                                     "pod-security.kubernetes.io/enforce-version: latest\n"}}
+    out = m.assemble({"profiles": [labels_file]}, {"profile_pod_security": "baseline"})["objects"]
+    written = yaml.safe_load([o for o in out if o["kind"] == "ConfigMap"][0]["data"]["namespace-labels.yaml"])
+    assert written["app.kubernetes.io/part-of"] == "kubeflow-profile"
+    for mode in ("enforce", "warn", "audit"):
+        assert written["pod-security.kubernetes.io/" + mode] == "baseline"
+        assert written["pod-security.kubernetes.io/%s-version" % mode] == "v1.36"
+    out = m.assemble({"profiles": [labels_file]}, {"profile_pod_security": "none"})["objects"]
+    assert [o for o in out if o["kind"] == "ConfigMap"][0]["data"] == labels_file["data"]
+    with pytest.raises(DefinitionError, match="components_profile_pod_security: must be one of"):
+        m.assemble({"profiles": [labels_file]}, {"profile_pod_security": "auto"})

@@ -33,12 +33,25 @@ def test_profile_namespace_gets_every_default_policy():
     assert patch["metadata"]["annotations"][OWNERSHIP] == SHARED
     assert json.loads(patch["metadata"]["annotations"][np.DEFAULT_TOLERATIONS]) == [
         {"key": "workload", "operator": "Equal", "value": "ai-ml", "effect": "NoSchedule"}]
-    assert patch["metadata"]["labels"] == {"kfocp.io/mesh": "kubeflow"}  # the default flavour, ossm2
+    assert patch["metadata"]["labels"] == dict(  # the default flavour, ossm2, and the baseline Pod Security level
+        {"kfocp.io/mesh": "kubeflow", "security.openshift.io/scc.podSecurityLabelSync": "false"},
+        **dict(("pod-security.kubernetes.io/" + key, value) for mode in ("enforce", "warn", "audit")
+               for key, value in ((mode, "baseline"), (mode + "-version", "v1.36"))))
     member = objs[("ServiceMeshMember", "team-a", "default")]
     assert member["spec"]["controlPlaneRef"] == {"name": "kubeflow", "namespace": "kubeflow-mesh"}
     limits = objs[("LimitRange", "team-a", np.LIMITRANGE)]["spec"]["limits"][0]
     assert limits["type"] == "Container" and limits["default"]["memory"] == "2Gi"
     assert sorted(key[0] for key in objs) == ["LimitRange", "Namespace", "ServiceMeshMember"]
+
+
+def test_profile_namespace_pod_security_level_and_bad_input():
+    objs = index(np.objects_for_namespace(ns("team-a", PROFILE_LABELS), {"namespace_policies_pod_security": "restricted"}))
+    labels = objs[("Namespace", None, "team-a")]["metadata"]["labels"]
+    assert labels["pod-security.kubernetes.io/enforce"] == labels["pod-security.kubernetes.io/warn"] == "restricted"
+    objs = index(np.objects_for_namespace(ns("team-a", PROFILE_LABELS), {"namespace_policies_pod_security": "none"}))
+    assert not [k for k in objs[("Namespace", None, "team-a")]["metadata"]["labels"] if k.startswith("pod-security")]
+    with pytest.raises(DefinitionError, match="namespace_policies_pod_security: 'strict' is not one of restricted"):
+        np.objects_for_namespace(ns("team-a", PROFILE_LABELS), {"namespace_policies_pod_security": "strict"})
 
 
 @pytest.mark.parametrize("settings, present, absent", [
@@ -47,7 +60,10 @@ def test_profile_namespace_gets_every_default_policy():
     ({"namespace_policies_scc": "nonroot"}, [("RoleBinding", "kfocp-scc-nonroot-default-editor")], []),
     ({"namespace_policies_mesh_mode": "none"}, [], ["ServiceMeshMember"]),
     ({"namespace_policies_limitrange": {}}, [], ["LimitRange"]),
-    ({"namespace_policies_tolerations_mode": "gatekeeper", "namespace_policies_mesh_mode": "member"}, [], ["Namespace"]),
+    ({"namespace_policies_tolerations_mode": "gatekeeper", "namespace_policies_mesh_mode": "member",
+      "namespace_policies_pod_security": "none"}, [], ["Namespace"]),
+    ({"namespace_policies_tolerations_mode": "gatekeeper", "namespace_policies_mesh_mode": "member"},
+     [("Namespace", "team-a")], []),
     ({"namespace_policies_data_lake": True, "namespace_policies_data_lake_role_template": "arn:aws:iam::1:role/kf-{namespace}"},
      [("ServiceAccount", "default-editor")], []),
     ({"namespace_policies_data_lake": False, "namespace_policies_data_lake_role_template": "arn:aws:iam::1:role/kf-{namespace}"},
@@ -105,7 +121,8 @@ def test_non_profile_namespaces_in_the_input_get_no_policies():
 
 def test_gatekeeper_mode_emits_assignmetadata_instead_of_annotations():
     objs = np.objects([ns("team-a", PROFILE_LABELS)], {"namespace_policies_tolerations_mode": "gatekeeper",
-                                                       "namespace_policies_mesh_mode": "member"},
+                                                       "namespace_policies_mesh_mode": "member",
+                                                       "namespace_policies_pod_security": "none"},
                       all_namespaces=[ns("web")])
     mutations = index(o for o in objs if o["kind"] == "AssignMetadata")
     assert sorted(key[2] for key in mutations) == ["kfocp-gpu-tolerations-whitelist", "kfocp-profile-gpu-tolerations"]
@@ -190,7 +207,8 @@ SAIL_REVISION = {"flavour": "ossm3", "ossm3": {"update_strategy": "RevisionBased
 def test_mesh_mode_joins_the_way_the_service_mesh_flavour_wants(service_mesh, labels, members):
     objs = np.objects_for_namespace(ns("team-a", PROFILE_LABELS), {"namespace_policies_service_mesh": service_mesh})
     patch = index(objs)[("Namespace", None, "team-a")]
-    assert patch["metadata"]["labels"] == labels
+    assert dict((k, v) for k, v in patch["metadata"]["labels"].items()
+                if not k.startswith(("pod-security.kubernetes.io/", "security.openshift.io/"))) == labels
     assert np.DEFAULT_TOLERATIONS in patch["metadata"]["annotations"]  # one patch carries both
     refs = [(o["spec"]["controlPlaneRef"]["name"], o["spec"]["controlPlaneRef"]["namespace"])
             for o in objs if o["kind"] == "ServiceMeshMember"]
@@ -217,3 +235,29 @@ def test_the_role_passes_exactly_the_membership_settings():
 ])
 def test_good_selectors_are_kept(text, parsed):
     assert np.selector(text) == parsed
+
+
+def managed(manager, *keys):
+    return {"manager": manager, "operation": "Update",
+            "fieldsV1": {"f:metadata": {"f:labels": dict(("f:" + k, {}) for k in keys)}}}
+
+
+def test_pod_security_labels_another_manager_set_to_another_level_are_left_as_they_are():
+    enforce = "pod-security.kubernetes.io/enforce"
+    theirs = ns("team-a", dict(PROFILE_LABELS, **{enforce: "restricted"}))
+    theirs["metadata"]["managedFields"] = [managed("manager", enforce, "app.kubernetes.io/part-of")]
+    labels = index(np.objects_for_namespace(theirs, {}))[("Namespace", None, "team-a")]["metadata"]["labels"]
+    assert not [k for k in labels if k.startswith("pod-security") or k.startswith("security.openshift.io")]
+    assert np.pod_security_left_alone([theirs, ns("web")], {}) == [
+        "team-a: pod-security.kubernetes.io/enforce=restricted (set by manager)"]
+    # the same value, or kfocp's own earlier level: applied (co-owned, or kfocp's to change)
+    same = ns("team-b", dict(PROFILE_LABELS, **{enforce: "baseline"}))
+    same["metadata"]["managedFields"] = [managed("manager", enforce)]
+    ours = ns("team-c", dict(PROFILE_LABELS, **{enforce: "privileged"}))
+    ours["metadata"]["managedFields"] = [managed("kfocp-namespace-policies", enforce)]
+    for namespace in (same, ours):
+        name = namespace["metadata"]["name"]
+        patch = index(np.objects_for_namespace(namespace, {}))[("Namespace", None, name)]
+        assert patch["metadata"]["labels"][enforce] == "baseline"
+    assert np.pod_security_left_alone([same, ours], {}) == []
+    assert np.pod_security_left_alone([theirs], {"namespace_policies_pod_security": "none"}) == []

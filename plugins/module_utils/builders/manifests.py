@@ -17,6 +17,7 @@ import fnmatch
 import json
 import re
 
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import pod_security
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import scc as scc_builder
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import scc_policies
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.common import (
@@ -773,6 +774,76 @@ def audit_table(grants):
             for r in rows]
 
 
+# ---------------------------------------------------------------- Pod Security Standards
+
+POD_SECURITY_SETTINGS = ("auto", "none") + pod_security.LEVELS
+REASON_WORKLOADS = 3  # the workloads a reason names, with their checks
+
+
+def derive_pod_security(objs, namespaces, setting="auto"):
+    """The Pod Security Standards level of each namespace in `namespaces`, from the pod templates
+    of the workloads that live there (after kfocp's own adaptations): the most permissive level
+    any of them needs (restricted when none needs more), on Kubernetes and on OpenShift (where SCC
+    admission turns seccomp annotations into fields). `setting` is auto (that level), a level
+    (that level for every namespace: it fails, before any change, naming the workload and the
+    field, when a workload needs more), or none (no levels: {}).
+
+    Returns {namespace: {level, workload, field, reason}}: `workload` and `field` forced the
+    level (the first workload that needs it, and its first field the next stricter level
+    refuses), `reason` the checks of that level each such workload fails (the first few workloads;
+    "" for restricted)."""
+    require(setting in POD_SECURITY_SETTINGS, "components_pod_security",
+            "must be one of %s, not %r" % (", ".join(POD_SECURITY_SETTINGS), setting),
+            "Give auto to derive each namespace's level from its workloads, a level, or none")
+    if setting == "none":
+        return {}
+    needs = dict((name, []) for name in namespaces)
+    for obj in objs:
+        spec = pod_spec(obj)
+        if spec is None or _ns(obj) not in needs:
+            continue
+        meta = ((obj.get("spec") or {}).get("template") or {}).get("metadata") or {}
+        if obj.get("kind") == "CronJob":
+            meta = (((obj["spec"].get("jobTemplate") or {}).get("spec") or {}).get("template") or {}).get(
+                "metadata") or {}
+        elif obj.get("kind") == "Pod":
+            meta = obj.get("metadata") or {}
+        level, reasons = pod_security.least_level(spec, meta, openshift=True)
+        needs[_ns(obj)].append(("%s %s" % (obj["kind"], _name(obj)), level, reasons))
+    result = {}
+    for namespace, workloads in sorted(needs.items()):
+        level = pod_security.RESTRICTED
+        for _workload, needed, _reasons in workloads:
+            level = pod_security.more_permissive(level, needed)
+        forcing = [(workload, reasons) for workload, needed, reasons in workloads if needed == level and reasons]
+        if setting != "auto" and pod_security.LEVELS.index(level) > pod_security.LEVELS.index(setting):
+            workload, reasons = forcing[0]
+            require(False, "components_pod_security",
+                    "%s in namespace %s needs the %s level, as %s is %s, which %s refuses" % (
+                        workload, namespace, level, reasons[0][2], reasons[0][3], setting),
+                    "Give auto, or at least %s, or change that workload" % level)
+        entry = {"level": setting if setting != "auto" else level, "workload": "", "field": "", "reason": ""}
+        if forcing and setting == "auto":
+            entry["workload"], entry["field"] = forcing[0][0], forcing[0][1][0][2]
+            shown = ["%s (%s)" % (workload, ", ".join(sorted(set(r[0] for r in reasons))))
+                     for workload, reasons in forcing[:REASON_WORKLOADS]]
+            more = len(forcing) - REASON_WORKLOADS
+            entry["reason"] = "%s refuses %s%s" % (pod_security.stricter(level), "; ".join(shown),
+                                                   "; and %d more" % more if more > 0 else "")
+        result[namespace] = entry
+    return result
+
+
+def pod_security_table(levels):
+    """Lines of a fixed-width table: namespace, level, the workload and field that forced it, and
+    the reason (the checks of the next stricter level each forcing workload fails)."""
+    rows = [("NAMESPACE", "LEVEL", "WORKLOAD", "FORCED BY", "REASON")]
+    rows += [(ns, e["level"], e["workload"], e["field"], e["reason"]) for ns, e in sorted(levels.items())]
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    return ["%-*s  %-*s  %-*s  %-*s  %s" % (widths[0], r[0], widths[1], r[1], widths[2], r[2], widths[3], r[3], r[4])
+            for r in rows]
+
+
 # ---------------------------------------------------------------- aggregated ClusterRoles
 
 def aggregated_rules(objs):
@@ -829,14 +900,15 @@ def ownership_policy(objs, take_over=()):
 PROFILE_LABELS_FILE = "namespace-labels.yaml"
 
 
-def profile_namespace_labels(objs, revision):
+def profile_namespace_labels(objs, revision, extra=None):
     """The profile controller's namespace-labels file (the ConfigMap holding namespace-labels.yaml)
     with the injection labels of a revision-based mesh: istio.io/rev=<revision>, and
     istio-injection given the empty value, which makes the controller remove the
     istio-injection=enabled it puts on every profile namespace (that label would win over the
     revision). The controller only adds missing labels, so these belong in its file, not in a
-    patch of the namespaces. Without a revision the objects are returned unchanged."""
-    if not revision:
+    patch of the namespaces. `extra` labels are written into the file too (the Pod Security labels
+    of profile namespaces). Without a revision or extra labels the objects are returned unchanged."""
+    if not revision and not extra:
         return objs
     import yaml  # PyYAML comes with Ansible; the labels file is YAML inside a ConfigMap value
     out = []
@@ -845,7 +917,9 @@ def profile_namespace_labels(objs, revision):
         if obj.get("kind") == "ConfigMap" and PROFILE_LABELS_FILE in data:
             obj = copy.deepcopy(obj)
             labels = yaml.safe_load(data[PROFILE_LABELS_FILE] or "") or {}
-            labels.update({"istio-injection": "", "istio.io/rev": revision})
+            if revision:
+                labels.update({"istio-injection": "", "istio.io/rev": revision})
+            labels.update(extra or {})
             obj["data"][PROFILE_LABELS_FILE] = yaml.safe_dump(labels, default_flow_style=False, sort_keys=True)
         out.append(obj)
     return out
@@ -871,8 +945,10 @@ def platform_namespaces(objs, injection=None):
 def assemble(rendered, options):
     """Everything the role applies or writes, from {component: [rendered objects]}.
 
-    Returns {objects, grants, audit, mirror, mirror_lines, unmatched_images}. `options` keys
-    (all optional): namespace, api_versions, mirror {prefixes, digests}, sidecar {revision, authservice,
+    Returns {objects, grants, audit, pod_security, pod_security_table, mirror, mirror_lines,
+    unmatched_images}. `options` keys (all optional): namespace, pod_security (auto, a level or none),
+    profile_pod_security (the level written into the profile controller's namespace labels, or none),
+    api_versions, mirror {prefixes, digests}, sidecar {revision, authservice,
     exclude, namespaces}, virtualservice {gateway, hosts, export_to}, metadata_envoy {base_id, config},
     principals {env name: principal} (the profile controller's), mesh_membership (what the
     mesh_membership filter returns for the namespace: its labels and ServiceMeshMember),
@@ -912,6 +988,12 @@ def assemble(rendered, options):
         labels = {"istio.io/rev": sidecar["revision"]} if sidecar.get("revision") else {"istio-injection": "enabled"}
         injection = dict((name, labels) for name in injected)
         objs = profile_namespace_labels(objs, sidecar.get("revision") or "")
+    profile_level = options.get("profile_pod_security") or "none"
+    require(profile_level in pod_security.LEVELS + ("none",), "components_profile_pod_security",
+            "must be one of %s, not %r" % (", ".join(pod_security.LEVELS + ("none",)), profile_level),
+            "Give the level of namespace_policies_pod_security, or none")
+    if profile_level != "none":
+        objs = profile_namespace_labels(objs, "", pod_security.labels(profile_level))
     if options.get("mirror") is not None:
         mirror = options["mirror"]
         objs, result["mirror"], result["unmatched_images"], result["mirror_warnings"] = mirror_images(
@@ -928,6 +1010,12 @@ def assemble(rendered, options):
         if "istio.io/rev" in labels:  # istio-injection would win over the mesh's revision
             own.pop("istio-injection", None)
         injection[namespace] = dict(own, **labels)
+    names = sorted(set(_ns(obj) for obj in objs if _ns(obj)) |
+                   set(_name(obj) for obj in objs if obj.get("kind") == "Namespace"))
+    result["pod_security"] = derive_pod_security(objs, names, options.get("pod_security") or "auto")
+    result["pod_security_table"] = pod_security_table(result["pod_security"])
+    for name, entry in result["pod_security"].items():
+        injection[name] = dict(injection.get(name) or {}, **pod_security.labels(entry["level"]))
     objs = platform_namespaces(objs, injection) + [_label(obj, "mesh") for obj in members]
     objs += [_label(b, "scc") for b in scc_objects(result["grants"])] if result["grants"] else []
     if options.get("render"):

@@ -6,7 +6,7 @@
 For each profile namespace (selected by label): mesh membership (by default the way the
 service_mesh role's flavour wants it: a ServiceMeshMember for Service Mesh 2, labels for Service
 Mesh 3 and an existing Istio; or a ServiceMeshMember of a named control plane, or the namespace in
-the ServiceMeshMemberRoll's members), the GPU toleration as the namespace's default
+the ServiceMeshMemberRoll's members), the Pod Security admission labels of one level, the GPU toleration as the namespace's default
 tolerations, a LimitRange, SCC use grants for the profile's service accounts, the serverless
 policies and the data lake annotation of the default-editor service account, when enabled.
 Every other namespace, except the configured exclusions, gets a tolerations whitelist that
@@ -24,7 +24,7 @@ import json
 import re
 
 from ansible_collections.kfocp.kubeflow.plugins.module_utils import objects as o
-from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import mesh, scc
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import mesh, pod_security, scc
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.common import (  # noqa: F401 (plain)
     dns_label, dns_subdomain, label_selector, labels, plain, qualified_name, quantity, require)
 
@@ -56,6 +56,7 @@ DEFAULTS = {
     "namespace_policies_whitelist_namespaces": ["*"],
     "namespace_policies_whitelist_exclude": ["default", "openshift", "openshift-*", "kube-*"],
     "namespace_policies_gpu_operator_namespace": "nvidia-gpu-operator",
+    "namespace_policies_pod_security": "baseline",
     "namespace_policies_limitrange": {"default": {"cpu": "1", "memory": "2Gi"},
                                       "defaultRequest": {"cpu": "100m", "memory": "256Mi"}},
     "namespace_policies_scc": "",
@@ -109,6 +110,10 @@ class Settings(object):
             dns_label(self["namespace_policies_mesh_namespace"], "namespace_policies_mesh_namespace")
         for key in ("namespace_policies_gpu_tolerations", "namespace_policies_others_whitelist"):
             tolerations(self[key], key)
+        levels = pod_security.LEVELS + ("none",)
+        require(self["namespace_policies_pod_security"] in levels, "namespace_policies_pod_security",
+                "%r is not one of %s" % (self["namespace_policies_pod_security"], ", ".join(levels)),
+                "Use baseline (notebooks, pipeline runs, inference services with sidecars), another level, or none")
         if self["namespace_policies_gpu_operator_namespace"]:
             dns_label(self["namespace_policies_gpu_operator_namespace"], "namespace_policies_gpu_operator_namespace")
         for key in ("namespace_policies_whitelist_namespaces", "namespace_policies_whitelist_exclude"):
@@ -234,6 +239,8 @@ def _namespace_objects(namespace, settings, serviceaccounts=None):
         labels.update(joined["labels"])
         annotations.update(joined["annotations"])
         objs += joined["objects"]
+    if settings["namespace_policies_pod_security"] != "none" and not _pod_security_set_by_others(namespace, settings):
+        labels.update(pod_security.labels(settings["namespace_policies_pod_security"]))
     if annotations or labels:
         objs.insert(0, _shared_namespace(name, annotations, labels))
     if settings["namespace_policies_mesh_mode"] == "member":
@@ -271,6 +278,45 @@ def _namespace_objects(namespace, settings, serviceaccounts=None):
                                       "annotations": {settings["namespace_policies_data_lake_annotation"]: arn,
                                                       o.OWNERSHIP: o.SHARED}}})
     return objs
+
+
+def _pod_security_set_by_others(namespace, settings):
+    """The Pod Security labels of the namespace that another field manager set to another value than
+    this role's: [(label, value, manager)]. The role then leaves all of them as they are (so does
+    OpenShift's label synchronizer with labels others set), rather than fail on the conflict: the
+    profile controller writes the labels of its namespace-labels file when it creates a namespace,
+    and an administrator may have chosen a level for one namespace."""
+    level = settings["namespace_policies_pod_security"]
+    if level == "none":
+        return []
+    meta = namespace.get("metadata") or {}
+    live = meta.get("labels") or {}
+    owners = {}
+    for entry in meta.get("managedFields") or []:
+        manager = str(entry.get("manager") or "")
+        for key in (((entry.get("fieldsV1") or {}).get("f:metadata") or {}).get("f:labels") or {}):
+            owners.setdefault(key[2:], []).append(manager)
+    found = []
+    for label, value in sorted(pod_security.labels(level).items()):
+        others = [m for m in owners.get(label, []) if not m.startswith(o.MANAGER)]
+        if label in live and live[label] != value and others:
+            found.append((label, live[label], others[0]))
+    return found
+
+
+def pod_security_left_alone(namespaces, settings):
+    """For the report: each profile namespace whose Pod Security labels the role leaves as they are,
+    with the labels another manager set ("<namespace>: <label>=<value> (set by <manager>), ...")."""
+    cfg = Settings(settings).check()
+    out = []
+    for namespace in sorted(plain(namespaces or []), key=lambda n: n["metadata"]["name"]):
+        if not (_live(namespace) and is_profile_namespace(namespace, cfg)):
+            continue
+        found = _pod_security_set_by_others(namespace, cfg)
+        if found:
+            out.append("%s: %s" % (namespace["metadata"]["name"], ", ".join(
+                "%s=%s (set by %s)" % item for item in found)))
+    return out
 
 
 def objects_for_namespace(namespace, settings):
