@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import auth, mesh
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import auth, mesh, pod_security
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.objects import DefinitionError
 
 SECRETS = {"client_secret": "c" * 48, "cookie_secret": "k" * 32}
@@ -128,3 +128,13 @@ def test_an_unknown_gateway_names_the_fix():
         auth.objects({"host": "a.b"}, {}, SECRETS, LUA)
     with pytest.raises(DefinitionError, match="auth_gateway.selector: is required"):
         auth.objects({"host": "a.b"}, {"namespace": "a", "service": "b", "api_versions": {}}, SECRETS, LUA)
+
+
+def test_a_namespace_of_its_own_admits_exactly_the_proxy_pods():
+    objs = build(namespace="kubeflow-auth")
+    labels = objs["Namespace"]["metadata"]["labels"]
+    proxy = objs["Deployment"]["spec"]["template"]
+    level = pod_security.least_level(proxy["spec"], proxy.get("metadata"), openshift=True)[0]
+    assert labels == pod_security.labels(level)
+    assert labels["pod-security.kubernetes.io/enforce"] == "baseline"  # its pods set no seccomp profile
+    assert "Namespace" not in build()  # the gateway's namespace is the mesh's: never labelled here

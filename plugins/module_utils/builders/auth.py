@@ -21,6 +21,7 @@ import base64
 import copy
 import json
 
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import pod_security
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.common import (
     dns_label, dns_subdomain, namespace, require)
 
@@ -262,4 +263,8 @@ def objects(settings, gateway, secrets, lua_source):
     objs += access_grant(s, ns)
     if s["gateway_policy"]:
         objs.append(gateway_network_policy(s, gateway, ns))
+    if ns != gateway["namespace"]:  # the namespace this role creates admits exactly its own pods
+        level = pod_security.templates_level([(o["spec"]["template"]["spec"], o["spec"]["template"].get("metadata"))
+                                              for o in objs if o["kind"] == "Deployment"], openshift=True)
+        objs[0]["metadata"]["labels"] = dict(objs[0]["metadata"].get("labels") or {}, **pod_security.labels(level))
     return objs

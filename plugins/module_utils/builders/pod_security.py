@@ -324,6 +324,15 @@ def least_level(spec, metadata=None, openshift=False):
     return RESTRICTED, []
 
 
+def templates_level(templates, openshift=False):
+    """The least permissive level that admits the pods of every (spec, metadata) in `templates`:
+    a namespace's level from the pod templates of the workloads that live there."""
+    level = RESTRICTED
+    for spec, metadata in templates:
+        level = more_permissive(level, least_level(spec, metadata, openshift)[0])
+    return level
+
+
 def labels(level):
     """The PodSecurity admission labels of a namespace at `level`: enforced, warned and audited at
     the policy version these checks follow. Setting all six keeps OpenShift's label synchronizer
