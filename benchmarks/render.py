@@ -48,7 +48,7 @@ LABELS = {"kubectl": "kubectl apply --server-side, phase by phase",
           "limit-go": "Go limit client, same phases",
           "role": "components role (playbooks/components.yml)"}
 COMPONENT = "render-bench"
-APPLY_TASK = "kfocp.kubeflow.components : Apply the components"
+APPLY_TASK = "kfocp.kubeflow.components : Render, adapt and apply the components"
 RENDER_TASK = "kfocp.kubeflow.components : Render the managed components"
 TARGET = 3.0  # the role at least this many times faster than kubectl
 

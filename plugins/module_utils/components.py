@@ -1,0 +1,28 @@
+# -*- coding: utf-8 -*-
+# Copyright: kfocp contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The components role's install in one module run: render the managed components with kustomize,
+adapt them for OpenShift, and apply them, so that an upstream-sized render (megabytes of JSON)
+goes through none of Ansible's variables, and the prune reads run while kustomize renders."""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import manifests
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.kustomize import SourceError, build
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.objects import DefinitionError
+
+
+def render(client, check_mode=False, **params):
+    """The definitions to apply (the adapted objects of every component) and the results to
+    return beside the apply's: `assembled` (what components_assemble returns but the objects:
+    the SCC grants and audit table, the mirror list), `source` and `counts`, as manifests_build
+    returns them. A render that fails raises DefinitionError: nothing has been applied yet."""
+    try:
+        rendered, info = build(params)
+    except SourceError as err:
+        raise DefinitionError(str(err))
+    counts = dict((name, len(objs)) for name, objs in rendered.items())
+    assembled = manifests.assemble(rendered, params.get("adapt") or {})
+    objects = assembled.pop("objects")
+    return objects, {"assembled": assembled, "source": info, "counts": counts}
