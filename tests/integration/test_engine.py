@@ -451,6 +451,44 @@ def test_prune_reads_the_applied_kinds_once(kube, instance, control_plane):
     assert get(kube, "v1", "ConfigMap", "b", instance) is None
 
 
+def test_prune_uses_the_reads_prescan_made_while_the_caller_rendered(kube, instance, control_plane):
+    """prescan() lists the set's objects of every served kind in the background (the components
+    module does it while kustomize renders); the apply's prune uses those reads, no second LIST of
+    a kind, and still deletes only what this instance and set own and the run does not want, and
+    nothing at all when the apply fails."""
+    def secret(name, set_name="test"):
+        engine(kube, instance, set_name=set_name).apply([{
+            "apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": instance},
+            "stringData": {"key": "value"}}])
+
+    engine(kube, instance).apply([ns(instance), cm("keep", instance, a="1")])
+    secret("drop")
+    secret("other-set", "another-set")
+    control_plane.kubectl("-n", instance, "create", "secret", "generic", "handmade", "--from-literal=a=b")
+    client = Client.from_params({"kubeconfig": str(control_plane.kubeconfig)})
+    sent = []
+    send = client.request
+
+    def recording(method, path, query=None, **kwargs):
+        sent.append((method, path, (query or {}).get("labelSelector", "")))
+        return send(method, path, query=query, **kwargs)
+
+    client.request = recording
+    runner = engine(client, instance)
+    runner.prescan()
+    with pytest.raises(ApplyError):  # a namespace that does not exist: nothing is pruned
+        runner.apply([ns(instance), cm("keep", instance, a="1"), cm("bad", instance + "-missing")], prune=True)
+    assert get(kube, "v1", "Secret", "drop", instance) is not None
+    del sent[:]
+    runner.prescan()
+    result = runner.apply([ns(instance), cm("keep", instance, a="1")], prune=True)
+    assert [(i["kind"], i["name"]) for i in result.items if i["action"] == "deleted"] == [("Secret", "drop")]
+    for name in ("other-set", "handmade"):
+        assert get(kube, "v1", "Secret", name, instance) is not None, name
+    listed = [s for s in sent if s[:2] == ("GET", "/api/v1/secrets") and s[2].startswith(o.MANAGED_BY)]
+    assert len(listed) == 1, listed
+
+
 def test_prune_refuses_to_empty_most_namespaces_and_names_what_it_would_remove(kube, instance):
     """A desired state emptied by a wrong input (a selector that selects nothing) must not empty
     the set's namespaces: prune stops before deleting anything, and names the objects. A change
