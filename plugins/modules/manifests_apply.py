@@ -109,7 +109,9 @@ EXAMPLES = r"""
 
 RETURN = r"""
 summary:
-  description: How many objects were created, updated, unchanged, deleted, released, skipped, failed, or (in check mode) in conflict, as P(kfocp.kubeflow.apply#module) returns it.
+  description:
+    - How many objects were created, updated, unchanged, deleted, released, skipped, failed, or (in
+      check mode) in conflict, as P(kfocp.kubeflow.apply#module) returns it.
   returned: always
   type: dict
   sample: {created: 2, updated: 0, unchanged: 40, deleted: 1, released: 0, skipped: 0, failed: 0, conflict: 0}
