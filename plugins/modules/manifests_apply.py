@@ -163,9 +163,8 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.args import (
     AUTH_ARGS, ENGINE_ARGS, SET_ARGS, argspec, auth_params)
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.manifests import unmatched_warning
-from ansible_collections.kfocp.kubeflow.plugins.module_utils.components import render
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.components import Render
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.kustomize import HAS_YAML
-from ansible_collections.kfocp.kubeflow.plugins.module_utils.runner import run_engine
 
 
 def main():
@@ -185,8 +184,13 @@ def main():
     module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
     if not HAS_YAML:
         module.fail_json(msg=missing_required_lib("PyYAML"))
+    rendering = Render(module.params) if module.params["state"] == "present" else None
+    # imported now: the API client's import (the kubernetes package) and its connection are made
+    # while kustomize renders
+    from ansible_collections.kfocp.kubeflow.plugins.module_utils.runner import run_engine  # pylint: disable=import-outside-toplevel
     result, error = run_engine(module.params, auth_params(module.params), module.check_mode, module._diff,
-                               build=render, no_log_values=module.no_log_values, prescan=True)
+                               build=rendering.build if rendering else None, no_log_values=module.no_log_values,
+                               prescan=True)
     assembled = result.get("assembled") or {}
     if assembled.get("unmatched_images"):
         module.warn(unmatched_warning(assembled))
