@@ -27,7 +27,7 @@ def read(path, total_s):
         by_name[name] = round(by_name.get(name, 0) + seconds, 3)
     return {"total_s": round(total_s, 2), "startup_s": doc["startup_s"], "parse_s": doc["parse_s"],
             "tasks_s": doc["tasks_s"], "exit_s": round(max(0.0, total_s - doc["end_s"]), 3),
-            "tasks": sorted(by_name.items(), key=lambda item: -item[1])}
+            "tasks": sorted(by_name.items(), key=lambda item: -item[1]), "seconds": doc.get("seconds") or {}}
 
 
 def lines(breakdown, top=10):

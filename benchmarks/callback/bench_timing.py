@@ -2,7 +2,8 @@
 time from the process's launch ($KFOCP_BENCH_LAUNCHED, epoch seconds, set by the caller just
 before it starts ansible-playbook) to the first task (Python and Ansible start-up, inventory and
 playbook parsing), and each task's wall time (argument specs validation, set_fact templating,
-every module), in order."""
+every module), in order; and the `seconds` a module's result reports (where its own time went),
+by task name."""
 import json
 import os
 import time
@@ -30,6 +31,7 @@ class CallbackModule(CallbackBase):
         self._tasks = []
         self._current = None
         self._playbook_start = None
+        self._seconds = {}
 
     def v2_playbook_on_start(self, playbook):
         self._playbook_start = time.time()
@@ -46,6 +48,14 @@ class CallbackModule(CallbackBase):
             self._first = time.time()
         self._current = (task.get_name(), time.time())
 
+    def v2_runner_on_ok(self, result):
+        seconds = result._result.get("seconds")  # hidden when the task has no_log
+        if isinstance(seconds, dict):
+            self._seconds[result._task.get_name()] = seconds
+
+    def v2_runner_on_failed(self, result, ignore_errors=False):
+        self.v2_runner_on_ok(result)
+
     def v2_playbook_on_handler_task_start(self, task):
         self.v2_playbook_on_task_start(task, False)
 
@@ -58,6 +68,6 @@ class CallbackModule(CallbackBase):
         doc = {"startup_s": round(first - self._launched, 3),
                "parse_s": round(first - (self._playbook_start or first), 3),
                "tasks": self._tasks, "tasks_s": round(sum(t[1] for t in self._tasks), 3),
-               "end_s": round(time.time() - self._launched, 3)}
+               "end_s": round(time.time() - self._launched, 3), "seconds": self._seconds}
         with open(path, "w") as handle:
             json.dump(doc, handle)

@@ -10,6 +10,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import threading
+import time
 
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import manifests
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.kustomize import SourceError, build
@@ -21,14 +22,17 @@ def render(client, check_mode=False, **params):
     return beside the apply's: `assembled` (what components_assemble returns but the objects:
     the SCC grants and audit table, the mirror list), `source` and `counts`, as manifests_build
     returns them. A render that fails raises DefinitionError: nothing has been applied yet."""
+    started = time.monotonic()
     try:
         rendered, info = build(params)
     except SourceError as err:
         raise DefinitionError(str(err))
     counts = dict((name, len(objs)) for name, objs in rendered.items())
+    built = time.monotonic()
     assembled = manifests.assemble(rendered, params.get("adapt") or {})
     objects = assembled.pop("objects")
-    return objects, {"assembled": assembled, "source": info, "counts": counts}
+    seconds = {"render": round(built - started, 2), "adapt": round(time.monotonic() - built, 2)}
+    return objects, {"assembled": assembled, "source": info, "counts": counts, "seconds": seconds}
 
 
 class Render:
@@ -38,6 +42,7 @@ class Render:
 
     def __init__(self, params):
         self._params = params
+        self.ready = None  # when build returned the render (time.monotonic())
         self._result = None
         self._error = None
         self._thread = threading.Thread(target=self._run, name="kfocp-render")
@@ -51,6 +56,7 @@ class Render:
 
     def build(self, client, check_mode=False, **params):
         self._thread.join()
+        self.ready = time.monotonic()
         if self._error is not None:
             raise self._error
         return self._result
