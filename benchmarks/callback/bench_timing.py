@@ -48,11 +48,14 @@ class CallbackModule(CallbackBase):
             self._first = time.time()
         self._current = (task.get_name(), time.time())
 
+    def v2_runner_on_failed(self, result, ignore_errors=False):
+        self.v2_runner_on_ok(result)
+
     def v2_playbook_on_handler_task_start(self, task):
         self.v2_playbook_on_task_start(task, False)
 
     def v2_runner_on_ok(self, result):
-        timing = result._result.get("timing")
+        timing = result._result.get("timing")  # hidden when the task has no_log
         if isinstance(timing, dict):
             stages = self._stages.setdefault(result._task.get_name(), {})
             for stage, seconds in timing.items():

@@ -19,6 +19,7 @@ __metaclass__ = type
 
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
 from ansible_collections.kfocp.kubeflow.plugins.module_utils import objects as o
@@ -34,6 +35,8 @@ _GET_LIMIT = 32
 # Seconds of one watch request while waiting for CRDs to be Established (a new one follows).
 _WATCH_WINDOW = 2
 # Kinds never pruned or scanned: they are not desired state.
+# Threads that read, while the apply runs, what prune will scan of the kinds the run does not apply.
+_PRESCAN_THREADS = 8
 _NEVER_SCAN = {("v1", "Event"), ("events.k8s.io/v1", "Event"), ("v1", "ComponentStatus"),
                ("v1", "Endpoints"), ("discovery.k8s.io/v1", "EndpointSlice"),
                ("coordination.k8s.io/v1", "Lease")}
@@ -152,6 +155,8 @@ class Engine:
         self.max_prune_share = max_prune_share
         self._lists = {}
         self._partial = set()  # the keys of _lists read as metadata only
+        self._prescanned = {}  # (group, kind, shared): the future of prune's LIST of it (prescan)
+        self._prescan_pool = None
         self._prune = False
         self._deleted = []
 
@@ -163,9 +168,59 @@ class Engine:
         result = Result()
         self._lists, self._partial = {}, set()  # the live state is read anew by every run
         self._prune = prune
-        with result.timed("plan"):
-            items = self._plan(definitions)
-        wanted = set(_unversioned(item.ref) for item in items)
+        try:
+            with result.timed("plan"):
+                items = self._plan(definitions)
+            wanted = set(_unversioned(item.ref) for item in items)
+            try:
+                self._apply_phases(items, result)
+            finally:
+                self.end_prescan()
+            if result.errors:
+                raise ApplyError(self._summary("apply failed", result), result)
+            if prune:
+                if not self.set:
+                    raise o.DefinitionError("prune needs a set: the objects it may delete are those of the same set")
+                with result.timed("prune"):
+                    self._delete_owned(wanted, result, self.set, self.max_prune_share)
+        finally:
+            self.end_prescan()
+            self._prescanned = {}
+        self._finish(result, "prune failed")
+        return result
+
+    def prescan(self):
+        """Start reading, in the background, what a prune of this set will scan: the set's objects
+        of every kind served now, so that the reads go on while the caller renders the definitions
+        (and the API server, idle, prepares what they need); the next apply uses them, for prune,
+        and ends them.
+
+        Only reads: prune still deletes only after a clean apply, and only objects that a LIST
+        of this run found with this instance's and set's labels and that the run does not want.
+        Reading them before the apply changes nothing of that: the apply writes only wanted
+        objects, and its own LISTs of the kinds it applies are used first. A kind read for the
+        first time can cost the API server much (it prepares a custom resource's handler on its
+        first request): that is what this overlaps. A read that fails is made again by the scan,
+        which then reports it as it would."""
+        if not self.set or self._prescan_pool is not None:
+            return
+        kinds = self._scan_kinds()
+        if not kinds:
+            return
+        self._prescan_pool = ThreadPoolExecutor(max_workers=min(_PRESCAN_THREADS, len(kinds)))
+        for res in kinds:
+            for shared in (False, True):
+                self._prescanned[_kind(res.api_version, res.kind) + (shared,)] = self._prescan_pool.submit(
+                    self._prune_list, res, shared, self.set)
+
+    def end_prescan(self):
+        """Wait for prescan's reads in flight and cancel those not started (apply does it)."""
+        if self._prescan_pool is not None:
+            self._prescan_pool.shutdown(wait=True, cancel_futures=True)
+            self._prescan_pool = None
+
+    def _apply_phases(self, items, result):
+        """Apply the planned items phase by phase (see apply)."""
         # One failure does not stop the rest: every phase is applied as far as it can be (an object
         # whose CRD or namespace failed fails in turn, naming its kind or namespace), and the run
         # fails at the end with every failure and its object. Prune runs only after a clean apply.
@@ -194,15 +249,6 @@ class Engine:
         if waiting is not None and not self._cut_off(result):
             with result.timed("wait"):
                 self._crds_ready(waiting, result)
-        if result.errors:
-            raise ApplyError(self._summary("apply failed", result), result)
-        if prune:
-            if not self.set:
-                raise o.DefinitionError("prune needs a set: the objects it may delete are those of the same set")
-            with result.timed("prune"):
-                self._delete_owned(wanted, result, self.set, self.max_prune_share)
-        self._finish(result, "prune failed")
-        return result
 
     def _cut_off(self, result):
         """True when this run found the API server not answering: nothing more can be sent. A
@@ -261,6 +307,8 @@ class Engine:
         """Delete every object this instance (and set, if given) owns and release every object it
         patched: uninstall, driven by the ownership labels."""
         result = Result()
+        self.end_prescan()
+        self._prescanned = {}
         self._delete_owned(set(), result, set_name)
         if wait:
             self._wait_gone(result)
@@ -587,6 +635,13 @@ class Engine:
                     and listed in (None, set_name):
                 return [live for live in cached.values() if shared or set_name is None
                         or (live["metadata"].get("labels") or {}).get(o.SET) == set_name]
+        early = self._prescanned.get((group, res.kind, shared))
+        if early is not None and set_name == self.set and early.done() and not early.cancelled() \
+                and early.exception() is None:
+            return early.result()
+        return self._prune_list(res, shared, set_name)
+
+    def _prune_list(self, res, shared, set_name):
         if shared:
             return self.client.list(res, label_selector=o.patched_selector(self.instance))
         return self.client.list(res, label_selector=o.owner_selector(self.instance, set_name), metadata_only=True)
@@ -839,6 +894,10 @@ def _creators(live):
     managers = sorted(set(entry.get("manager") for entry in (live.get("metadata") or {}).get("managedFields") or []
                           if entry.get("manager")))
     return ", ".join(managers) or "an unknown writer"
+
+
+def _kind(api_version, kind):
+    return (o.group_version(api_version)[0], kind)
 
 
 def _unversioned(ref):

@@ -149,15 +149,18 @@ def engine_from(params, auth, check_mode=False, diff=False, client=None):
                   max_prune_share=params.get("prune_max_share"))
 
 
-def run_engine(params, auth, check_mode=False, diff=False, build=None, no_log_values=None, client=None):
+def run_engine(params, auth, check_mode=False, diff=False, build=None, no_log_values=None, client=None,
+               prescan=False):
     """Return (module result, error message or None), with every secret masked (mask_diff);
     `no_log_values`, the module's set, gets the secret values seen, so that Ansible masks them
     wherever else they would appear.
 
     build(client, **params), when given, returns the definitions and extra results of a run
     with state present (module_utils/tenancy.py); otherwise the definitions are params'.
-    `client`, when given, is used instead of a new one made from `auth` (run_steps shares one)."""
-    out, error = _run(params, auth, check_mode, diff, build, client)
+    `client`, when given, is used instead of a new one made from `auth` (run_steps shares one).
+    With `prescan` and prune, prune's reads start before the build and run while it does
+    (Engine.prescan): for a build that takes a while without the API server (a kustomize render)."""
+    out, error = _run(params, auth, check_mode, diff, build, client, prescan)
     forms = redacted_forms(list(params.get("redact") or []) + [params.get("api_key")])
     seen = set()
     for entry in out.get("diff") or []:
@@ -178,7 +181,7 @@ def run_engine(params, auth, check_mode=False, diff=False, build=None, no_log_va
     return out, error
 
 
-def _run(params, auth, check_mode, diff, build, client=None):
+def _run(params, auth, check_mode, diff, build, client=None, prescan=False):
     report = params.get("report") or "changed"
     extra = {}
     try:
@@ -190,13 +193,18 @@ def _run(params, auth, check_mode, diff, build, client=None):
                 result = engine.delete_all(params.get("set"), wait=params.get("wait", False))
         else:
             definitions = params.get("definitions") or []
-            started = time.monotonic()
-            if build is not None:
-                definitions, extra = build(engine.client, check_mode=check_mode, **params)
-            built = round(time.monotonic() - started, 3)
-            result = engine.apply(definitions, prune=params.get("prune", False))
-            if build is not None:
-                result.timing = dict({"build": built}, **result.timing)
+            if prescan and params.get("prune"):
+                engine.prescan()
+            try:
+                started = time.monotonic()
+                if build is not None:
+                    definitions, extra = build(engine.client, check_mode=check_mode, **params)
+                built = round(time.monotonic() - started, 3)
+                result = engine.apply(definitions, prune=params.get("prune", False))
+                if build is not None:  # the build's own stages, when it tells them
+                    result.timing = dict(extra.pop("timing", None) or {"build": built}, **result.timing)
+            finally:
+                engine.end_prescan()  # when the build failed: its reads are not needed
         return dict(result.as_dict(report), **extra), None
     except ApplyError as err:
         out = err.result.as_dict(report) if err.result is not None else {"changed": False}

@@ -525,6 +525,36 @@ def test_a_patch_is_read_as_metadata_and_put_back_when_another_writer_removed_it
     assert get(kube, "v1", "ConfigMap", "a", instance)["data"] == {"theirs": "1", "ours": "1"}
 
 
+def test_prune_uses_the_reads_prescan_made_while_the_caller_rendered(kube, instance, control_plane):
+    """prescan() lists the set's objects of every served kind in the background (the components
+    module does it while kustomize renders); the apply's prune uses those reads, no second LIST of
+    a kind, and still deletes only what this instance and set own and the run does not want, and
+    nothing at all when the apply fails."""
+    def secret(name, set_name="test"):
+        engine(kube, instance, set_name=set_name).apply([{
+            "apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": instance},
+            "stringData": {"key": "value"}}])
+
+    engine(kube, instance).apply([ns(instance), cm("keep", instance, a="1")])
+    secret("drop")
+    secret("other-set", "another-set")
+    control_plane.kubectl("-n", instance, "create", "secret", "generic", "handmade", "--from-literal=a=b")
+    client, sent = recording_client(control_plane)
+    runner = engine(client, instance)
+    runner.prescan()
+    with pytest.raises(ApplyError):  # a namespace that does not exist: nothing is pruned
+        runner.apply([ns(instance), cm("keep", instance, a="1"), cm("bad", instance + "-missing")], prune=True)
+    assert get(kube, "v1", "Secret", "drop", instance) is not None
+    del sent[:]
+    runner.prescan()
+    result = runner.apply([ns(instance), cm("keep", instance, a="1")], prune=True)
+    assert [(i["kind"], i["name"]) for i in result.items if i["action"] == "deleted"] == [("Secret", "drop")]
+    for name in ("other-set", "handmade"):
+        assert get(kube, "v1", "Secret", name, instance) is not None, name
+    listed = [s for s in sent if s[:2] == ("GET", "/api/v1/secrets") and s[2].startswith(o.MANAGED_BY)]
+    assert len(listed) == 1, listed
+
+
 def test_prune_refuses_to_empty_most_namespaces_and_names_what_it_would_remove(kube, instance):
     """A desired state emptied by a wrong input (a selector that selects nothing) must not empty
     the set's namespaces: prune stops before deleting anything, and names the objects. A change

@@ -1,0 +1,60 @@
+# -*- coding: utf-8 -*-
+# Copyright: kfocp contributors
+# GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The components role's install in one module run: render the managed components with kustomize,
+adapt them for OpenShift, and apply them, so that an upstream-sized render (megabytes of JSON)
+goes through none of Ansible's variables, and the connection to the API server and prune's reads
+are made while kustomize renders."""
+from __future__ import absolute_import, division, print_function
+
+__metaclass__ = type
+
+import threading
+import time
+
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import manifests
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.kustomize import SourceError, build
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.objects import DefinitionError
+
+
+def render(client, check_mode=False, **params):
+    """The definitions to apply (the adapted objects of every component) and the results to
+    return beside the apply's: `assembled` (what components_assemble returns but the objects:
+    the SCC grants and audit table, the mirror list), `source` and `counts`, as manifests_build
+    returns them. A render that fails raises DefinitionError: nothing has been applied yet."""
+    started = time.monotonic()
+    try:
+        rendered, info = build(params)
+    except SourceError as err:
+        raise DefinitionError(str(err))
+    counts = dict((name, len(objs)) for name, objs in rendered.items())
+    built = time.monotonic()
+    assembled = manifests.assemble(rendered, params.get("adapt") or {})
+    objects = assembled.pop("objects")
+    timing = {"render": round(built - started, 3), "adapt": round(time.monotonic() - built, 3)}
+    return objects, {"assembled": assembled, "source": info, "counts": counts, "timing": timing}
+
+
+class Render:
+    """The render, started at once in a thread: kustomize runs while the caller sets up its API
+    client and starts prune's reads. `build` (run_engine's build) waits for it and returns what
+    `render` returns, or raises what it raised."""
+
+    def __init__(self, params):
+        self._params = params
+        self._result = None
+        self._error = None
+        self._thread = threading.Thread(target=self._run, name="kfocp-render")
+        self._thread.start()
+
+    def _run(self):
+        try:
+            self._result = render(None, **self._params)
+        except Exception as err:  # pylint: disable=broad-except  # raised again by build, in the caller
+            self._error = err
+
+    def build(self, client, check_mode=False, **params):
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._result
