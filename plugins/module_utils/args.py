@@ -38,6 +38,19 @@ SET_ARGS = {
     "prune_max_share": {"type": "float"},
 }
 
+# Where a manifests tree comes from and how it is rendered (manifests_build, manifests_apply)
+RENDER_ARGS = {
+    "source": {"type": "str", "choices": ["git", "dir", "tarball"], "default": "dir"},
+    "git_url": {"type": "str"},
+    "git_ref": {"type": "str", "default": "HEAD"},
+    "dir": {"type": "path"},
+    "tarball": {"type": "path"},
+    "subdir": {"type": "str"},
+    "kubectl": {"type": "path"},
+    "timeout": {"type": "int", "default": 600},
+    "remote_bases": {"type": "dict", "default": {}},
+}
+
 
 def argspec(*specs):
     merged = {}

@@ -171,24 +171,15 @@ adopted:
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.args import (
-    AUTH_ARGS, ENGINE_ARGS, SET_ARGS, argspec, auth_params)
+    AUTH_ARGS, ENGINE_ARGS, RENDER_ARGS, SET_ARGS, argspec, auth_params)
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.manifests import unmatched_warning
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.components import Render
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.kustomize import HAS_YAML
 
 
 def main():
-    spec = argspec(AUTH_ARGS, ENGINE_ARGS, SET_ARGS, {
-        "source": {"type": "str", "choices": ["git", "dir", "tarball"], "default": "dir"},
-        "git_url": {"type": "str"},
-        "git_ref": {"type": "str", "default": "HEAD"},
-        "dir": {"type": "path"},
-        "tarball": {"type": "path"},
-        "subdir": {"type": "str"},
+    spec = argspec(AUTH_ARGS, ENGINE_ARGS, SET_ARGS, RENDER_ARGS, {
         "components": {"type": "dict", "default": {}},
-        "kubectl": {"type": "path"},
-        "timeout": {"type": "int", "default": 600},
-        "remote_bases": {"type": "dict", "default": {}},
         "adapt": {"type": "dict", "default": {}},
     })
     module = AnsibleModule(argument_spec=spec, supports_check_mode=True)

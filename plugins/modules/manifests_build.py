@@ -120,25 +120,17 @@ source:
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.args import RENDER_ARGS, argspec
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import manifests
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.kustomize import HAS_YAML, SourceError, build
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.objects import DefinitionError
 
 
 def main():
-    module = AnsibleModule(argument_spec={
-        "source": {"type": "str", "choices": ["git", "dir", "tarball"], "default": "dir"},
-        "git_url": {"type": "str"},
-        "git_ref": {"type": "str", "default": "HEAD"},
-        "dir": {"type": "path"},
-        "tarball": {"type": "path"},
-        "subdir": {"type": "str"},
+    module = AnsibleModule(argument_spec=argspec(RENDER_ARGS, {
         "components": {"type": "dict", "required": True},
-        "kubectl": {"type": "path"},
-        "timeout": {"type": "int", "default": 600},
-        "remote_bases": {"type": "dict", "default": {}},
         "adapt": {"type": "dict"},
-    }, supports_check_mode=True)
+    }), supports_check_mode=True)
     if not HAS_YAML:
         module.fail_json(msg=missing_required_lib("PyYAML"))
     try:

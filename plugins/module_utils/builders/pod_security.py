@@ -108,14 +108,16 @@ def _host_ports(meta, spec):  # check_hostPorts.go
             yield path + ".ports.hostPort", ", ".join(ports)
 
 
+def _profile_types(spec, field, allowed):
+    """(path, type) of every `field` profile (pod and containers) whose type is not `allowed`."""
+    for path, holder in [("spec", spec)] + list(_containers(spec)):
+        profile = _sc(holder).get(field)
+        if profile is not None and profile.get("type") not in allowed:
+            yield "%s.securityContext.%s.type" % (path, field), str(profile.get("type"))
+
+
 def _apparmor(meta, spec):  # check_appArmorProfile.go
-    kind = _sc(spec).get("appArmorProfile")
-    if kind is not None and kind.get("type") not in APPARMOR_TYPES:
-        yield "spec.securityContext.appArmorProfile.type", str(kind.get("type"))
-    for path, c in _containers(spec):
-        kind = _sc(c).get("appArmorProfile")
-        if kind is not None and kind.get("type") not in APPARMOR_TYPES:
-            yield path + ".securityContext.appArmorProfile.type", str(kind.get("type"))
+    yield from _profile_types(spec, "appArmorProfile", APPARMOR_TYPES)
     for key, value in sorted(((meta or {}).get("annotations") or {}).items()):
         if key.startswith(APPARMOR_ANNOTATION) and not (
                 value in ("", "runtime/default") or str(value).startswith("localhost/")):
@@ -157,13 +159,7 @@ def _proc_mount_baseline(meta, spec):  # check_procMount_baseline.go (1.35: user
 
 
 def _seccomp_baseline(meta, spec):  # check_seccompProfile_baseline.go (1.19: fields, not annotations)
-    profile = _sc(spec).get("seccompProfile")
-    if profile is not None and profile.get("type") not in SECCOMP_TYPES:
-        yield "spec.securityContext.seccompProfile.type", str(profile.get("type"))
-    for path, c in _containers(spec):
-        profile = _sc(c).get("seccompProfile")
-        if profile is not None and profile.get("type") not in SECCOMP_TYPES:
-            yield path + ".securityContext.seccompProfile.type", str(profile.get("type"))
+    yield from _profile_types(spec, "seccompProfile", SECCOMP_TYPES)
 
 
 def _sysctls(meta, spec):  # check_sysctls.go (1.32 list)
