@@ -25,48 +25,17 @@ description:
     deleted, as P(kfocp.kubeflow.apply#module) does with no definitions.
 author: kfocp contributors (@kfocp)
 extends_documentation_fragment:
+  - kfocp.kubeflow.render
   - kfocp.kubeflow.auth
   - kfocp.kubeflow.engine
   - kfocp.kubeflow.prune_guard
 options:
-  source:
-    description: Where the manifests tree comes from, as P(kfocp.kubeflow.manifests_build#module)'s.
-    type: str
-    choices: [git, dir, tarball]
-    default: dir
-  git_url:
-    description: The repository to clone with O(source=git).
-    type: str
-  git_ref:
-    description: The branch, tag or commit to check out with O(source=git).
-    type: str
-    default: HEAD
-  dir:
-    description: The tree's directory with O(source=dir).
-    type: path
-  tarball:
-    description: A tar archive (optionally compressed) of the tree with O(source=tarball).
-    type: path
-  subdir:
-    description: A directory inside the source that is the tree's root.
-    type: str
   components:
     description:
       - The components to render, each name mapped to its list of kustomize paths relative to
         the tree's root. With none, nothing is applied (and O(prune) removes what the set has).
     type: dict
     default: {}
-  kubectl:
-    description: The kubectl that renders, as P(kfocp.kubeflow.manifests_build#module)'s.
-    type: path
-  remote_bases:
-    description: Local mirrors of remote kustomize bases, as P(kfocp.kubeflow.manifests_build#module)'s.
-    type: dict
-    default: {}
-  timeout:
-    description: Seconds allowed for the clone and for each build.
-    type: int
-    default: 600
   adapt:
     description:
       - How to adapt the rendered objects for OpenShift, the options of the

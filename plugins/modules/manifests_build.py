@@ -18,53 +18,15 @@ description:
     of objects never go through one task per object.
   - Reads only; it never reports C(changed) and runs the same in check mode.
 author: kfocp contributors (@kfocp)
+extends_documentation_fragment:
+  - kfocp.kubeflow.render
 options:
-  source:
-    description: Where the manifests tree comes from.
-    type: str
-    choices: [git, dir, tarball]
-    default: dir
-  git_url:
-    description: The repository to clone with O(source=git). C(file://) URLs work too.
-    type: str
-  git_ref:
-    description: The branch, tag or commit to check out with O(source=git).
-    type: str
-    default: HEAD
-  dir:
-    description: The tree's directory with O(source=dir).
-    type: path
-  tarball:
-    description:
-      - A tar archive (optionally compressed) of the tree with O(source=tarball), for air-gapped
-        sites. When it holds one top-level directory, that directory is the tree's root.
-    type: path
-  subdir:
-    description: A directory inside the source that is the tree's root.
-    type: str
   components:
     description:
       - The components to render, each name mapped to its list of kustomize paths relative to
         the tree's root (see EXAMPLES).
     type: dict
     required: true
-  kubectl:
-    description:
-      - The kubectl to run. Default - kubectl on PATH, else the one the local control plane
-        built under C(~/.cache/kfocp/bin/<version>/).
-    type: path
-  remote_bases:
-    description:
-      - Local mirrors of remote kustomize bases, for air-gapped sites - each URL prefix (such as
-        C(https://github.com/kubeflow/pipelines)) mapped to a local clone of that repository at the
-        ref the manifests name. The rest of the URL's path is taken inside the clone.
-      - A remote base that no prefix matches fails the task before anything is built, naming each.
-    type: dict
-    default: {}
-  timeout:
-    description: Seconds allowed for the clone and for each build.
-    type: int
-    default: 600
   adapt:
     description:
       - Adapt the rendered objects for OpenShift in the same run, with these options (those of the
