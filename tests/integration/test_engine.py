@@ -1,6 +1,7 @@
 """The apply engine against the real API server: changed reporting, check and diff mode,
 ownership, conflicts, prune safety, ordering and bad input."""
 import json
+import time
 
 import pytest
 
@@ -22,10 +23,10 @@ def cm(name, namespace, **data):
             "data": data}
 
 
-def recording_client(control_plane):
-    """A client of the control plane that records every request it sends, as (method, path,
-    label selector, accept), and the list it records them in."""
-    client = Client.from_params({"kubeconfig": str(control_plane.kubeconfig)})
+def recording_client(control_plane, kubeconfig=None):
+    """A client of the control plane (as the user of `kubeconfig`, when given) that records every
+    request it sends, as (method, path, label selector, accept), and the list it records them in."""
+    client = Client.from_params({"kubeconfig": str(kubeconfig or control_plane.kubeconfig)})
     sent = []
     send = client.request
 
@@ -194,6 +195,54 @@ def test_crd_and_its_custom_resources_in_one_list(kube, instance):
     engine(kube, instance).delete_all(wait=True)
     kube.forget()
     assert (group + "/v1", "Widget") not in kube.resources()
+
+
+def gadget_crd(group, plural):
+    """A CRD of kind Gadget in `group`: two of them in one group conflict on the kind."""
+    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "%s.%s" % (plural, group)},
+            "spec": {"group": group, "scope": "Namespaced", "names": {"kind": "Gadget", "plural": plural},
+                     "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
+                         "type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]}}
+
+
+def test_a_crd_the_api_server_never_establishes_fails_at_the_deadline_naming_it(kube, instance):
+    """The API server accepts a CRD whose kind another CRD of its group already has, but never
+    establishes it (NamesAccepted false): the run fails once its wait is over, naming that CRD."""
+    group = "%s.kfocp.test" % instance
+    engine(kube, instance, set_name="first").apply([gadget_crd(group, "gadgets")])
+    started = time.monotonic()
+    with pytest.raises(ApplyError) as err:
+        engine(kube, instance, wait_timeout=3).apply([gadget_crd(group, "gadgetz")])
+    assert time.monotonic() - started < 30
+    assert "gadgetz.%s: not Established after 3s" % group in str(err.value), str(err.value)
+    engine(kube, instance).delete_all(wait=True)
+
+
+def test_a_client_that_may_not_watch_crds_reads_them_until_established(kube, instance, control_plane, tmp_path):
+    """Without the right to watch CRDs, the wait reads the pending CRDs instead, until Established."""
+    user = instance + "-crds"
+    rules = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": user},
+             "rules": [{"apiGroups": ["apiextensions.k8s.io"], "resources": ["customresourcedefinitions"],
+                        "verbs": ["get", "list", "create", "patch", "update", "delete"]}]}
+    binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+               "metadata": {"name": user},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": user},
+               "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}]}
+    control_plane.kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List",
+                                                                "items": [rules, binding]}))
+    client, sent = recording_client(control_plane, control_plane.write_kubeconfig(tmp_path / "crds.kubeconfig", user))
+    group = "%s.kfocp.test" % instance
+    try:
+        result = Engine(client, instance=instance, set_name="test").apply([gadget_crd(group, "gadgets")])
+        assert result.counts()["created"] == 1
+        crd = get(kube, "apiextensions.k8s.io/v1", "CustomResourceDefinition", "gadgets." + group)
+        assert [c["status"] for c in crd["status"]["conditions"] if c["type"] == "Established"] == ["True"]
+        assert ("GET", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/gadgets." + group) in \
+            [entry[:2] for entry in sent]
+    finally:
+        engine(kube, instance).delete_all(wait=True)
+        control_plane.kubectl("delete", "clusterrolebinding,clusterrole", user)
 
 
 def test_the_kinds_of_a_crd_it_creates_are_not_read(kube, instance, control_plane):
