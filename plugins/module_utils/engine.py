@@ -34,9 +34,9 @@ CHANGES = (CREATED, UPDATED, DELETED, RELEASED)
 _GET_LIMIT = 32
 # Seconds of one watch request while waiting for CRDs to be Established (a new one follows).
 _WATCH_WINDOW = 2
-# Kinds never pruned or scanned: they are not desired state.
 # Threads that read, while the apply runs, what prune will scan of the kinds the run does not apply.
 _PRESCAN_THREADS = 8
+# Kinds never pruned or scanned: they are not desired state.
 _NEVER_SCAN = {("v1", "Event"), ("events.k8s.io/v1", "Event"), ("v1", "ComponentStatus"),
                ("v1", "Endpoints"), ("discovery.k8s.io/v1", "EndpointSlice"),
                ("coordination.k8s.io/v1", "Lease")}
@@ -154,7 +154,6 @@ class Engine:
         # any), so that a wrong input that empties the desired state cannot empty the cluster
         self.max_prune_share = max_prune_share
         self._lists = {}
-        self._partial = set()  # the keys of _lists read as metadata only
         self._prescanned = {}  # (group, kind, shared): the future of prune's LIST of it (prescan)
         self._prescan_pool = None
         self._prune = False
@@ -166,16 +165,14 @@ class Engine:
         """Make the API hold `definitions`; with `prune`, delete what this set owned before and no
         longer wants. Bad input fails before any change."""
         result = Result()
-        self._lists, self._partial = {}, set()  # the live state is read anew by every run
+        self._lists = {}  # the live state is read anew by every run
         self._prune = prune
         try:
             with result.timed("plan"):
                 items = self._plan(definitions)
             wanted = set(_unversioned(item.ref) for item in items)
-            try:
-                self._apply_phases(items, result)
-            finally:
-                self.end_prescan()
+            self._apply_phases(items, result)
+            self.end_prescan()  # prune reads what prescan read, once it is all in
             if result.errors:
                 raise ApplyError(self._summary("apply failed", result), result)
             if prune:
@@ -389,15 +386,17 @@ class Engine:
         key = (res.api_version, res.kind, shared, set_name)
         if key not in self._lists:
             selector = o.patched_selector(self.instance) if shared else o.owner_selector(self.instance, set_name)
-            partial = not (self.check or self.diff)
-            items = self.client.list(res, label_selector=selector, metadata_only=partial)
-            if partial:
-                self._partial.add(key)
+            items = self.client.list(res, label_selector=selector, metadata_only=self._metadata_reads)
             for item in items:  # LIST items carry no apiVersion and kind
                 item["apiVersion"], item["kind"] = res.api_version, res.kind
             self._lists[key] = dict((((i["metadata"].get("namespace") or ""), i["metadata"]["name"]), i)
                                     for i in items)
         return self._lists[key]
+
+    @property
+    def _metadata_reads(self):
+        """Whether LISTs read metadata only: always, but in check and diff mode, which show objects."""
+        return not (self.check or self.diff)
 
     def _fetch(self, batch):
         """Find the live state of every item: from the labelled LISTs, then existence of the rest."""
@@ -427,7 +426,7 @@ class Engine:
             found = live.get((item.ref.namespace, item.ref.name))
             if found is not None:
                 item.live, item.exists = found, True
-                item.partial = (res.api_version, res.kind, shared, set_name) in self._partial
+                item.partial = self._metadata_reads
             else:
                 missing.append(item)
         if len(missing) > _GET_LIMIT:
@@ -635,7 +634,7 @@ class Engine:
                     and listed in (None, set_name):
                 return [live for live in cached.values() if shared or set_name is None
                         or (live["metadata"].get("labels") or {}).get(o.SET) == set_name]
-        early = self._prescanned.get((group, res.kind, shared))
+        early = self._prescanned.get(_kind(res.api_version, res.kind) + (shared,))
         if early is not None and set_name == self.set and early.done() and not early.cancelled() \
                 and early.exception() is None:
             return early.result()
