@@ -15,7 +15,7 @@ __metaclass__ = type
 
 import time
 
-from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import namespace_policies, profiles
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import namespace_policies, pod_security, profiles
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import UnknownKind
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.objects import DefinitionError
 
@@ -26,7 +26,6 @@ PROFILE_NAMESPACES = "app.kubernetes.io/part-of=kubeflow-profile"
 PENDING_POLL = 2.0
 # The key under which build_profiles keeps its plan for build_profiles_access (run_steps' memo).
 MEMO = "profiles"
-POD_SECURITY_LABELS = "pod-security.kubernetes.io/"
 
 
 def live(client, api_version, kind, label_selector=None, field_selector=None):
@@ -53,7 +52,7 @@ def _pod_security_owners(fields):
     kept = []
     for entry in fields:
         labels = (((entry.get("fieldsV1") or {}).get("f:metadata") or {}).get("f:labels") or {})
-        ours = dict((k, v) for k, v in labels.items() if k.startswith("f:" + POD_SECURITY_LABELS))
+        ours = dict((k, v) for k, v in labels.items() if k.startswith("f:" + pod_security.LABEL_PREFIX))
         if ours:
             kept.append({"manager": entry.get("manager"), "operation": entry.get("operation"),
                          "fieldsV1": {"f:metadata": {"f:labels": ours}}})
