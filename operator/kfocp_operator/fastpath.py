@@ -8,8 +8,10 @@ and the same apply engine, with the same instance and sets as the roles, so a la
 finds the objects already as it wants them. Events that arrive together are applied as one batch.
 """
 import copy
+import hashlib
 import json
 import logging
+import sys
 import threading
 import time
 
@@ -21,7 +23,7 @@ from ansible_collections.kfocp.kubeflow.plugins.module_utils.engine import Apply
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import scc
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.namespace_policies import WHITELIST
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.objects import (
-    FORCE, INSTANCE, MANAGER, OWNERSHIP, PATCHED_PREFIX, SET, DefinitionError)
+    FORCE, INSTANCE, MANAGER, OWNERSHIP, PATCHED_PREFIX, SET, DefinitionError, label_owners, labels_held_by)
 
 from kfocp_operator.kube import GROUPS, NAMESPACES, USERS, Informer
 from kfocp_operator.spec import _templated
@@ -58,9 +60,70 @@ def policy_settings(collection_root, variables, instance):
     return settings
 
 
-def _own_labels_aside(obj):
-    labels = (obj.get("metadata") or {}).get("labels") or {}
-    return dict((k, v) for k, v in labels.items() if not k.startswith(PATCHED_PREFIX))
+def _interned(mapping):
+    """The same strings as one object each: 2000 namespaces carry the same label keys and values,
+    and each watch event is parsed on its own."""
+    return dict((sys.intern(k), sys.intern(v) if isinstance(v, str) else v) for k, v in mapping.items())
+
+
+def slim_namespace(ns):
+    """What the fast path and the builders read of a Namespace: its name, labels, annotations and
+    phase, and who set which label (Pod Security labels another manager set are left alone, and
+    kfocp's own label changes call for nothing). The rest of its managed fields is most of its
+    bytes, and the namespace cache holds every namespace of the cluster."""
+    meta = ns.get("metadata") or {}
+    kept = dict((key, meta[key]) for key in ("name", "uid", "resourceVersion", "deletionTimestamp") if meta.get(key))
+    for key in ("labels", "annotations"):
+        if meta.get(key):
+            kept[key] = _interned(meta[key])
+    owners = label_owners(meta.get("managedFields"))
+    for entry in owners:
+        entry["manager"] = sys.intern(str(entry["manager"]))
+        entry["fieldsV1"]["f:metadata"]["f:labels"] = _interned(entry["fieldsV1"]["f:metadata"]["f:labels"])
+    if owners:
+        kept["managedFields"] = owners
+    slim = {"apiVersion": ns.get("apiVersion") or "v1", "kind": "Namespace", "metadata": kept}
+    phase = (ns.get("status") or {}).get("phase")
+    if phase:
+        slim["status"] = {"phase": phase}
+    return slim
+
+
+def slim_owned(obj):
+    """What the fast path reads of kfocp's own objects: their kind, name, namespace and labels, and
+    the other field managers' managedFields entries, with their fields as a digest (enough to see
+    that another writer changed something)."""
+    meta = obj.get("metadata") or {}
+    kept = dict((key, meta[key]) for key in ("name", "namespace", "uid", "resourceVersion") if meta.get(key))
+    if meta.get("labels"):
+        kept["labels"] = _interned(meta["labels"])
+    others = []
+    for entry in meta.get("managedFields") or []:
+        if not str(entry.get("manager", "")).startswith(MANAGER):
+            fields = json.dumps(entry.get("fieldsV1"), sort_keys=True).encode()
+            others.append(dict(entry, fieldsV1=hashlib.sha256(fields).hexdigest()))
+    if others:
+        kept["managedFields"] = others
+    return {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "metadata": kept}
+
+
+def _decisive_labels(ns):
+    """The labels of a namespace that decide its policies, split as: (those not kfocp's alone, those
+    kfocp's own field managers hold). kfocp's patch markers decide nothing."""
+    meta = ns.get("metadata") or {}
+    ours, theirs = labels_held_by(meta, MANAGER), labels_held_by(meta, MANAGER, others=True)
+    others = dict((k, v) for k, v in (meta.get("labels") or {}).items()
+                  if (k in theirs or k not in ours) and not k.startswith(PATCHED_PREFIX))
+    return others, ours
+
+
+def own_label_change(old, new):
+    """True when what changed between two versions of a namespace, as far as its policies go, is
+    kfocp's own doing: its labels set by others and its whitelist annotation are the same, and
+    every label kfocp held is still there with its value (kfocp only added or kept labels)."""
+    before, after = _decisive_labels(old), _decisive_labels(new)
+    return before[0] == after[0] and _whitelisted(old) == _whitelisted(new) and \
+        all(after[1].get(k) == v for k, v in before[1].items())
 
 
 def _builders():
@@ -180,7 +243,7 @@ class FastPath:
     def _start_watches(self, instance):
         if self.namespaces is None:
             self.namespaces = Informer(self.client, NAMESPACES, self._namespace_event, stop=self.stop,
-                                       name="informer-namespaces")
+                                       name="informer-namespaces", transform=slim_namespace)
             self.users = Informer(self.client, USERS, self._user_event, stop=self.stop)
             self.groups = Informer(self.client, GROUPS, self._group_event, stop=self.stop)
             for informer in (self.namespaces, self.users, self.groups):
@@ -195,7 +258,8 @@ class FastPath:
                 except KubeError:
                     continue  # not served here (the mesh's kinds without a mesh)
                 informer = Informer(self.client, res, self._owned_event, label_selector="%s=%s" % (INSTANCE, instance),
-                                    stop=threading.Event(), name="informer-owned-%s" % res.plural)
+                                    stop=threading.Event(), name="informer-owned-%s" % res.plural,
+                                    transform=slim_owned)
                 informer.start()
                 self.owned.append(informer)
 
@@ -236,8 +300,7 @@ class FastPath:
     def _namespace_event(self, kind, obj, old):
         if kind == "DELETED" or (obj.get("status") or {}).get("phase") == "Terminating":
             return
-        if kind == "MODIFIED" and old is not None and _own_labels_aside(old) == _own_labels_aside(obj) and \
-                _whitelisted(old) == _whitelisted(obj):
+        if kind == "MODIFIED" and old is not None and own_label_change(old, obj):
             return  # only its labels (and the whitelist annotation) decide what it gets
         self._queue(("namespace", obj["metadata"]["name"]), obj)
 
@@ -277,12 +340,10 @@ class FastPath:
             self.on_drift(self.instance)
 
     def _live_namespace(self, name):
-        if not name or self.namespaces is None:
+        ns = self.namespaces.get(name) if name and self.namespaces is not None else None
+        if ns is None or (ns.get("status") or {}).get("phase") == "Terminating":
             return None
-        for ns in self.namespaces.items():
-            if ns["metadata"]["name"] == name:
-                return None if (ns.get("status") or {}).get("phase") == "Terminating" else ns
-        return None
+        return ns
 
     def depth(self):
         with self.lock:
@@ -421,8 +482,9 @@ class FastPath:
             ok = result is not None
             if result is not None:
                 counts = result.counts()
-                LOG.info("policies of %d namespace(s) applied: %d created, %d updated, %d unchanged",
-                         len(namespaces), counts["created"], counts["updated"], counts["unchanged"])
+                LOG.info("policies of %d namespace(s) applied: %d created, %d updated, %d unchanged (%s)",
+                         len(namespaces), counts["created"], counts["updated"], counts["unchanged"],
+                         ", ".join("%s %.3fs" % stage for stage in sorted(result.timing.items())))
         if members and (profiles.get("profiles_state") or "present") == "present":
             names = set(ns["metadata"]["name"] for ns in members)
             objs = self._profile_objects(profile_builder, profiles)

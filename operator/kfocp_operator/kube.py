@@ -137,10 +137,12 @@ class Informer(threading.Thread):
     - 410 Gone (the version was compacted) lists again, reporting what changed meanwhile;
     - a watch the server refuses lists again, except a 429 (come back later), which resumes;
     - failures reconnect after a capped, jittered backoff.
-    `healthy()` says whether the watch is working now; `beat` is the time of its last progress."""
+    `healthy()` says whether the watch is working now; `beat` is the time of its last progress.
+    `transform(obj)`, when given, makes what is cached and handed to the handler of every object
+    listed or watched (what the handler reads of it: the rest need not be kept in memory)."""
 
     def __init__(self, client, res, handler, namespace=None, label_selector=None, stop=None, name=None,
-                 timeout=WATCH_TIMEOUT):
+                 timeout=WATCH_TIMEOUT, transform=None):
         super().__init__(name=name or "informer-%s" % res.plural, daemon=True)
         self.client = client
         self.res = res
@@ -149,6 +151,7 @@ class Informer(threading.Thread):
         self.label_selector = label_selector
         self.stop = stop or threading.Event()
         self.timeout = timeout
+        self.transform = transform
         self.cache = {}
         self.synced = threading.Event()
         self.lock = threading.Lock()
@@ -162,6 +165,14 @@ class Informer(threading.Thread):
     def items(self):
         with self.lock:
             return list(self.cache.values())
+
+    def get(self, name, namespace=""):
+        """The cached object, or None."""
+        with self.lock:
+            return self.cache.get((namespace or "", name))
+
+    def _kept(self, obj):
+        return self.transform(obj) if self.transform is not None else obj
 
     def healthy(self):
         return self.synced.is_set() and not self.failing
@@ -180,7 +191,7 @@ class Informer(threading.Thread):
     def _relist(self):
         items, version = list_with_version(self.client, self.res, self.namespace, self.label_selector)
         self.lists += 1
-        fresh = dict((key_of(item), item) for item in items)
+        fresh = dict((key_of(item), self._kept(item)) for item in items)
         with self.lock:
             old_cache, self.cache = self.cache, fresh
         for key, item in fresh.items():
@@ -213,6 +224,7 @@ class Informer(threading.Thread):
                 continue
             obj.setdefault("apiVersion", self.res.api_version)
             obj.setdefault("kind", self.res.kind)
+            obj = self._kept(obj)
             key = key_of(obj)
             with self.lock:
                 old = self.cache.get(key)

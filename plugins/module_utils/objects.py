@@ -382,6 +382,33 @@ def applied_fields(live, manager):
     return None
 
 
+def label_owners(entries, prefix=""):
+    """The managedFields `entries` reduced to who set which label (those starting with `prefix`):
+    one entry per manager and operation that holds such labels, with only them. What a reader of
+    label ownership needs; the rest of managedFields is most of an object's bytes."""
+    kept = []
+    for entry in entries or []:
+        labels = (((entry.get("fieldsV1") or {}).get("f:metadata") or {}).get("f:labels") or {})
+        held = dict((key, {}) for key in labels if key.startswith("f:" + prefix))
+        if held:
+            kept.append({"manager": entry.get("manager"), "operation": entry.get("operation"),
+                         "fieldsV1": {"f:metadata": {"f:labels": held}}})
+    return kept
+
+
+def labels_held_by(meta, manager_prefix, others=False):
+    """{label: value} of the labels of an object's metadata that a field manager whose name starts
+    with `manager_prefix` holds (with `others`: that a manager whose name does not holds)."""
+    live = meta.get("labels") or {}
+    held = {}
+    for entry in meta.get("managedFields") or []:
+        if str(entry.get("manager") or "").startswith(manager_prefix) != others:
+            for key in (((entry.get("fieldsV1") or {}).get("f:metadata") or {}).get("f:labels") or {}):
+                if key[2:] in live:
+                    held[key[2:]] = live[key[2:]]
+    return held
+
+
 def holds_fields(node, desired):
     """True when the field set `node` holds every field of `desired`. A node without children is
     a field owned as a whole: a scalar, an atomic list or an atomic struct. Items of associative

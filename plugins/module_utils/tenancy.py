@@ -17,6 +17,7 @@ import time
 
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import namespace_policies, pod_security, profiles
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import UnknownKind
+from ansible_collections.kfocp.kubeflow.plugins.module_utils import objects as o
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.objects import DefinitionError
 
 USER_API = "user.openshift.io/v1"
@@ -41,22 +42,10 @@ def live(client, api_version, kind, label_selector=None, field_selector=None):
         # the builders read only who set a namespace's Pod Security labels; the rest is most of the bytes
         fields = item["metadata"].pop("managedFields", None)
         if kind == "Namespace" and fields:
-            kept = _pod_security_owners(fields)
+            kept = o.label_owners(fields, pod_security.LABEL_PREFIX)
             if kept:
                 item["metadata"]["managedFields"] = kept
     return items
-
-
-def _pod_security_owners(fields):
-    """The managedFields entries that own Pod Security labels, with only those labels."""
-    kept = []
-    for entry in fields:
-        labels = (((entry.get("fieldsV1") or {}).get("f:metadata") or {}).get("f:labels") or {})
-        ours = dict((k, v) for k, v in labels.items() if k.startswith("f:" + pod_security.LABEL_PREFIX))
-        if ours:
-            kept.append({"manager": entry.get("manager"), "operation": entry.get("operation"),
-                         "fieldsV1": {"f:metadata": {"f:labels": ours}}})
-    return kept
 
 
 def _profile_inputs(client, settings):

@@ -1,6 +1,8 @@
 """The operator on a control plane of its own, through outages and hands that undo its work:
 - a new namespace that is no profile namespace gets the GPU tolerations whitelist at once;
-- a deleted or edited LimitRange, contributor RoleBinding or SCC grant is put back within seconds;
+- a deleted or edited LimitRange, contributor RoleBinding or SCC grant, and a Pod Security label
+  removed from a profile namespace, are put back within seconds; kfocp's own labelling of a
+  namespace starts no second apply;
 - a Group's new member gets the access of the profiles the Group contributes to;
 - kube-apiserver restarted (twice) and etcd restarted under the running operator: /readyz follows
   the API server, the operator recovers, new Users and namespaces get their objects within the
@@ -41,6 +43,7 @@ CHURN = float(os.environ.get("KFOCP_OUTAGE_CHURN_SECONDS", "12"))
 TARGET = 1.0
 REPAIR_BOUND = 5.0
 WHITELIST = "scheduler.alpha.kubernetes.io/tolerationsWhitelist"
+ENFORCE = "pod-security.kubernetes.io/enforce"
 PROFILE_LABELS = {"app.kubernetes.io/part-of": "kubeflow-profile"}
 FIGURES = {}
 
@@ -174,13 +177,27 @@ def test_a_new_namespace_is_guarded_within_the_latency_target(platform, kube):
     assert max(latencies) < 3 * TARGET * _scale(), latencies
 
 
-def test_deleted_and_edited_objects_are_put_back_within_seconds(platform, kube, control_plane):
+def _enforce(kube, ns):
+    return ((kube.get(_res(kube, "v1", "Namespace"), ns) or {}).get("metadata", {}).get("labels") or {}).get(ENFORCE)
+
+
+def test_deleted_and_edited_objects_are_put_back_within_seconds(platform, operator, kube, control_plane):
     ns = "%s-p%s" % (platform["name"], uuid.uuid4().hex[:10])
+    applies = {"kind": "namespace-policies", "result": "success"}
+    before = _metric(operator, "kfocp_operator_reconcile_total", applies)
     _namespace(kube, ns, platform["labels"])
     limits = _res(kube, "v1", "LimitRange")
     bindings = _res(kube, "rbac.authorization.k8s.io/v1", "RoleBinding")
-    wait_for(lambda: kube.get(limits, "kfocp-limits", ns), 10, what="the policies of %s" % ns)
+    wait_for(lambda: kube.get(limits, "kfocp-limits", ns) and _enforce(kube, ns), 10, what="the policies of %s" % ns)
+    # kfocp's own labels on the namespace (its Pod Security labels) come back as a change of the
+    # namespace: that alone is no reason to apply its policies again.
+    time.sleep(1.5)
+    assert _metric(operator, "kfocp_operator_reconcile_total", applies) == before + 1
     figures = {}
+
+    control_plane.kubectl("label", "namespace", ns, ENFORCE + "-")
+    figures["pod_security_label_removed"] = _timed(lambda: _enforce(kube, ns) == "baseline", 30,
+                                                   "the Pod Security label of %s back" % ns)
     original = kube.get(limits, "kfocp-limits", ns)["spec"]
 
     control_plane.kubectl("delete", "limitrange", "kfocp-limits", "-n", ns, "--wait=false")

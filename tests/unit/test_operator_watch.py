@@ -116,11 +116,16 @@ def stream(monkeypatch):
     srv.close()
 
 
-def run_informer(stream, until, timeout=1, seconds=10):
+def run_informer(stream, until, timeout=1, seconds=10, transform=None, handled=None):
     seen = []
     stop = threading.Event()
-    informer = Informer(stream.client(), NAMESPACES, lambda kind, obj, old: seen.append((kind, obj["metadata"]["name"])),
-                        stop=stop, timeout=timeout)
+
+    def handler(kind, obj, old):
+        seen.append((kind, obj["metadata"]["name"]))
+        if handled is not None:
+            handled.append((obj, old))
+
+    informer = Informer(stream.client(), NAMESPACES, handler, stop=stop, timeout=timeout, transform=transform)
     informer.start()
     deadline = time.monotonic() + seconds
     while not until(informer, seen) and time.monotonic() < deadline:
@@ -140,6 +145,17 @@ def test_watch_starts_at_the_list_version_follows_events_and_resumes_without_a_l
     assert all(q["allowWatchBookmarks"] == "true" and 1 <= int(q["timeoutSeconds"]) <= 2 for q in watches)
     assert seen == [("ADDED", "a"), ("ADDED", "b"), ("MODIFIED", "a"), ("DELETED", "b")]
     assert informer.lists == 1 and sorted(o["metadata"]["name"] for o in informer.items()) == ["a"]
+
+
+def test_the_transform_makes_what_is_cached_and_handled_listed_or_watched(stream):
+    stream.lists = [([dict(ns("a", 10), spec={"big": "x" * 100})], 12)]
+    stream.watches = [[event("MODIFIED", dict(ns("a", 14), spec={"big": "y"}))]]
+    handled = []
+    informer, _seen = run_informer(stream, lambda i, seen: len(seen) >= 2, handled=handled,
+                                   transform=lambda obj: {"metadata": obj["metadata"], "kept": True})
+    assert [set(obj) for obj, _old in handled] == [{"metadata", "kept"}] * 2
+    assert handled[1][1] is handled[0][0]  # the old version handed on is the cached, transformed one
+    assert informer.get("a") == handled[1][0] and informer.get("b") is None
 
 
 def test_bookmarks_move_the_version_and_reach_no_handler(stream):
