@@ -111,22 +111,24 @@ def run(planes, n, workdir, mode="forks"):
     env = ansible_env(None, {"ANSIBLE_FORKS": str(max(10, len(hosts)))})
     env.pop("KFOCP_KUBECONFIG", None)
 
-    def converge():
+    def converge(run_env=None):
         started = time.monotonic()
-        changed = _playbook(inventory_file, extra_file, env) if mode == "forks" else \
-            _runners(inventory_file, hosts, extra, env, workdir)
+        run_env = run_env or env
+        changed = _playbook(inventory_file, extra_file, run_env) if mode == "forks" else \
+            _runners(inventory_file, hosts, extra, run_env, workdir)
         return time.monotonic() - started, changed
 
-    cpu = timing.cpu()
-    profiles_s = converge()[0]
-    cpu = timing.cpu() - cpu
+    cpu_file = workdir / ("converge-cpu-%s-%d.jsonl" % (mode, len(planes)))
+    converge_env = dict(env, **timing.cpu_env(cpu_file, env))
+    meter = timing.Meter(planes)
+    with meter:
+        profiles_s = converge(converge_env)[0]
     started = time.monotonic()
     with ThreadPoolExecutor(len(planes)) as pool:
         list(pool.map(play_profile_controller, planes))
     controller_s = time.monotonic() - started
-    cpu -= timing.cpu()
-    policies_s = converge()[0]
-    cpu += timing.cpu()
+    with meter:
+        policies_s = converge(converge_env)[0]
     timing_file = workdir / ("noop-timing-%s-%d.json" % (mode, len(planes)))
     env.update(timing.env(timing_file))
     noop_s, noop_changed = converge()
@@ -134,7 +136,7 @@ def run(planes, n, workdir, mode="forks"):
     return {"profiles_s": round(profiles_s, 2), "controller_s": round(controller_s, 2),
             "policies_s": round(policies_s, 2), "converge_s": round(profiles_s + policies_s, 2),
             "noop_s": round(noop_s, 2), "noop_changed": noop_changed, "objects": objects,
-            "client_cpu_s": round(cpu, 2),
+            "client_cpu_split": timing.cpu_split(cpu_file, meter.client), **meter.figures(),
             "noop_breakdown": timing.read(timing_file, noop_s),
             "load1": round(os.getloadavg()[0], 2)}
 
@@ -169,19 +171,22 @@ def limit_run(plane, n, apply=None):
         return [o.prepare(obj, INSTANCE, set_name)[0] for obj in objs]
 
     first = prepared(tenancy.build_profiles(client, profile_settings)[0], "profiles")
-    cpu, started = timing.cpu(), time.monotonic()
-    apply(str(plane.kubeconfig), first)
-    profiles_s, cpu = time.monotonic() - started, timing.cpu() - cpu
+    meter = timing.Meter([plane])
+    started = time.monotonic()
+    with meter:
+        apply(str(plane.kubeconfig), first)
+    profiles_s = time.monotonic() - started
     play_profile_controller(plane)
     second = prepared(tenancy.build_profiles_access(client, profile_settings)[0], "profiles-access") + \
         prepared(tenancy.build_namespace_policies(client, policy_settings)[0], "namespace-policies")
-    cpu, started = cpu - timing.cpu(), time.monotonic()
-    apply(str(plane.kubeconfig), second)
-    policies_s, cpu = time.monotonic() - started, cpu + timing.cpu()
+    started = time.monotonic()
+    with meter:
+        apply(str(plane.kubeconfig), second)
+    policies_s = time.monotonic() - started
     started = time.monotonic()
     apply(str(plane.kubeconfig), first + second)
     noop_s = time.monotonic() - started
     return {"profiles_s": round(profiles_s, 2), "policies_s": round(policies_s, 2),
             "converge_s": round(profiles_s + policies_s, 2), "noop_s": round(noop_s, 2),
-            "objects": len(first) + len(second), "client_cpu_s": round(cpu, 2),
+            "objects": len(first) + len(second), **meter.figures(),
             "load1": round(os.getloadavg()[0], 2)}

@@ -167,12 +167,24 @@ def ratio_to_limit(rows, row, go=False):
 
 
 def _cpu_note(rows, row):
-    """The client CPU seconds of a converge and of its Go reference's: on CPUs the API server
-    shares, what the client takes from it."""
+    """The client CPU seconds of a converge, split by process (each module, ansible-playbook, its
+    workers) when recorded, and of its Go reference's: on CPUs the API server shares, what the
+    client takes from it."""
     other = reference_row(rows, row, go=True)
     if not other or row.get("client_cpu_s") is None or other.get("client_cpu_s") is None:
         return ""
-    return "; client CPU %.1f s against the Go limit's %.1f s" % (row["client_cpu_s"], other["client_cpu_s"])
+    split = row.get("client_cpu_split") or {}
+    parts = " (%s)" % ", ".join("%s %.1f s" % item for item in split.items()) if split else ""
+    note = "; client CPU %.1f s%s against the Go limit's %.1f s" % (row["client_cpu_s"], parts, other["client_cpu_s"])
+    if row.get("server_cpu_s") is not None and other.get("server_cpu_s") is not None:
+        note += "; kube-apiserver and etcd CPU %.1f s against %.1f s; the %d CPUs busy %.0f%% against %.0f%%" % (
+            row["server_cpu_s"], other["server_cpu_s"], os.cpu_count() or 1, _busy(row), _busy(other))
+    return note
+
+
+def _busy(row):
+    """The share of the machine's CPUs that the client and the API server used over a converge."""
+    return 100.0 * (row["client_cpu_s"] + row["server_cpu_s"]) / ((os.cpu_count() or 1) * row["converge_s"])
 
 
 def table(rows):

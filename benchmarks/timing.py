@@ -1,11 +1,13 @@
 """Where an ansible-playbook run's seconds go (benchmarks/callback/bench_timing.py): the
 environment that enables the callback, and the breakdown it wrote, summed and printed."""
 import json
+import os
 import resource
 import time
 from pathlib import Path
 
 CALLBACKS = Path(__file__).resolve().parent / "callback"
+CPUACCT = Path(__file__).resolve().parent / "cpuacct"
 
 
 def env(path):
@@ -59,3 +61,61 @@ def cpu():
     Go client). On a machine whose CPUs the API server shares, it is what the client takes from it."""
     own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+SERVER = ("kube-apiserver", "etcd")
+
+
+def server_cpu(planes):
+    """CPU seconds (user and system) that the control planes' kube-apiserver and etcd have used
+    so far, read from /proc."""
+    ticks, total = os.sysconf("SC_CLK_TCK"), 0.0
+    for plane in planes:
+        for name, pid in plane.state().get("pids", {}).items():
+            if name in SERVER:
+                fields = Path("/proc/%d/stat" % pid).read_text().rsplit(")", 1)[1].split()
+                total += (int(fields[11]) + int(fields[12])) / ticks
+    return total
+
+
+class Meter:
+    """CPU seconds over the timed parts of a run (`with meter:` around each): the client's (this
+    process and its finished children, cpu()) and the API server's and etcd's (server_cpu)."""
+
+    def __init__(self, planes):
+        self.planes = planes
+        self.client = self.server = 0.0
+        self._at = None
+
+    def __enter__(self):
+        self._at = (cpu(), server_cpu(self.planes))
+        return self
+
+    def __exit__(self, *exc):
+        self.client += cpu() - self._at[0]
+        self.server += server_cpu(self.planes) - self._at[1]
+
+    def figures(self):
+        return {"client_cpu_s": round(self.client, 2), "server_cpu_s": round(self.server, 2)}
+
+
+def cpu_env(path, env):
+    """Environment entries for ansible-playbook runs whose Python processes each record their CPU
+    seconds in `path` (benchmarks/cpuacct/sitecustomize.py)."""
+    python_path = [str(CPUACCT)] + [p for p in (env.get("PYTHONPATH") or "").split(os.pathsep) if p]
+    return {"KFOCP_BENCH_CPU": str(path), "PYTHONPATH": os.pathsep.join(python_path)}
+
+
+def cpu_split(path, total_s):
+    """{what: CPU seconds} of the runs recorded in `path`: each module by name (its processes
+    summed, with their count), ansible-playbook itself, and the rest of `total_s` (the CPU of the
+    runs in all): Ansible's worker processes, which fork for each task and host."""
+    split, counts = {}, {}
+    for line in Path(path).read_text().splitlines() if Path(path).exists() else []:
+        entry = json.loads(line)
+        split[entry["what"]] = split.get(entry["what"], 0) + entry["cpu_s"]
+        counts[entry["what"]] = counts.get(entry["what"], 0) + 1
+    out = dict(("%s (%d)" % (what, counts[what]) if what.startswith("module ") else what, round(seconds, 2))
+               for what, seconds in sorted(split.items(), key=lambda item: -item[1]))
+    out["ansible workers and the rest"] = round(max(0.0, total_s - sum(split.values())), 2)
+    return out

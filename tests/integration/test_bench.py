@@ -31,3 +31,8 @@ def test_the_benchmark_harness_runs_at_a_tiny_size(tmp_path):
     stages = rows["kfocp-roles"]["noop_breakdown"]["stages"]
     assert len(stages) == 2 and all({"build", "plan", "read", "prune"} <= set(s) for s in stages.values()), stages
     assert "module start, arguments and result" in proc.stdout
+    # the converge's CPU: each Python process of the two runs recorded its own (the tenancy module
+    # ran twice in each), and the API server's is read beside the client's
+    split = rows["kfocp-roles"]["client_cpu_split"]
+    assert split.get("module tenancy (4)", 0) > 0 and split.get("ansible-playbook", 0) > 0, split
+    assert all(row["server_cpu_s"] > 0 for row in doc["rows"] if row["method"] != "limit"), doc["rows"]
