@@ -118,7 +118,7 @@ def run(planes, n, workdir, mode="forks"):
             _runners(inventory_file, hosts, extra, run_env, workdir)
         return time.monotonic() - started, changed
 
-    cpu_file = workdir / ("converge-cpu-%s-%d.jsonl" % (mode, len(planes)))
+    cpu_file = workdir / ("converge-cpu-%s-%d-%d.jsonl" % (mode, len(planes), n))
     converge_env = dict(env, **timing.cpu_env(cpu_file, env))
     meter = timing.Meter(planes)
     with meter:
