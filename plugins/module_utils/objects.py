@@ -382,14 +382,19 @@ def applied_fields(live, manager):
     return None
 
 
+def entry_labels(entry):
+    """The names of the labels one managedFields entry holds."""
+    fields = ((entry.get("fieldsV1") or {}).get("f:metadata") or {}).get("f:labels") or {}
+    return [key[2:] for key in fields if key.startswith("f:")]
+
+
 def label_owners(entries, prefix=""):
     """The managedFields `entries` reduced to who set which label (those starting with `prefix`):
     one entry per manager and operation that holds such labels, with only them. What a reader of
     label ownership needs; the rest of managedFields is most of an object's bytes."""
     kept = []
     for entry in entries or []:
-        labels = (((entry.get("fieldsV1") or {}).get("f:metadata") or {}).get("f:labels") or {})
-        held = dict((key, {}) for key in labels if key.startswith("f:" + prefix))
+        held = dict(("f:" + label, {}) for label in entry_labels(entry) if label.startswith(prefix))
         if held:
             kept.append({"manager": entry.get("manager"), "operation": entry.get("operation"),
                          "fieldsV1": {"f:metadata": {"f:labels": held}}})
@@ -403,9 +408,7 @@ def labels_held_by(meta, manager_prefix, others=False):
     held = {}
     for entry in meta.get("managedFields") or []:
         if str(entry.get("manager") or "").startswith(manager_prefix) != others:
-            for key in (((entry.get("fieldsV1") or {}).get("f:metadata") or {}).get("f:labels") or {}):
-                if key[2:] in live:
-                    held[key[2:]] = live[key[2:]]
+            held.update((label, live[label]) for label in entry_labels(entry) if label in live)
     return held
 
 

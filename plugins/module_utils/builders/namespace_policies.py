@@ -294,8 +294,8 @@ def _pod_security_set_by_others(namespace, settings):
     owners = {}
     for entry in meta.get("managedFields") or []:
         manager = str(entry.get("manager") or "")
-        for key in (((entry.get("fieldsV1") or {}).get("f:metadata") or {}).get("f:labels") or {}):
-            owners.setdefault(key[2:], []).append(manager)
+        for label in o.entry_labels(entry):
+            owners.setdefault(label, []).append(manager)
     found = []
     for label, value in sorted(pod_security.labels(level).items()):
         others = [m for m in owners.get(label, []) if not m.startswith(o.MANAGER)]
