@@ -8,8 +8,10 @@ every policy object of it exists (tests/measure.py, shared with tests/integratio
 Then more are created until `watch` profile namespaces exist, and once the operator has applied
 the policies of all of them, its VmRSS is read.
 """
+import datetime
 import json
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -31,6 +33,29 @@ CR_NAME = "bench"
 # would compete with the limit client it is measured against.
 VARIABLES = {"namespace_policies_mesh_mode": "member",
              "namespace_policies_whitelist_exclude": ["default", "openshift", "openshift-*", "kube-*", "floor-*"]}
+
+
+# The fast path's line for each batch of namespaces it applied (kfocp_operator/fastpath.py).
+BATCH_LINE = re.compile(r"^(\S+ \S+) INFO kfocp\.operator\.fastpath policies of (\d+) namespace\(s\) applied: "
+                        r".*\((.*)\)$")
+
+
+def batches(lines, started, ended):
+    """The fast path's batches that ended between `started` and `ended` (epoch seconds), read from
+    the operator's log lines: [{"namespaces", "end_s" (after `started`), "stages": {stage: s}}]."""
+    out = []
+    for line in lines:
+        match = BATCH_LINE.match(line.rstrip("\n"))
+        if not match:
+            continue
+        when = datetime.datetime.strptime(match.group(1), "%Y-%m-%d %H:%M:%S,%f").timestamp()
+        if started <= when <= ended:
+            stages = {}
+            for part in match.group(3).split(", "):
+                stage, seconds = part.rsplit(" ", 1)
+                stages[stage] = float(seconds.rstrip("s"))
+            out.append({"namespaces": int(match.group(2)), "end_s": round(when - started, 3), "stages": stages})
+    return out
 
 
 def _ready(kube, generation=1):
@@ -83,14 +108,18 @@ def run(workdir, burst=200, watch=2000, timeout=600):
         rss_ready = operator.rss()
         names = ["team-%05d" % i for i in range(max(burst, watch))]
         load = os.getloadavg()[0]
-        latencies = measure.burst(kube, names[:burst], CR_NAME, kinds, timeout=timeout)
+        started, created = time.time(), {}
+        latencies = measure.burst(kube, names[:burst], CR_NAME, kinds, timeout=timeout, created=created)
+        ended = time.time() + 0.5  # the log line is written just after the batch's last request
         if len(latencies) < burst:
             raise RuntimeError("%d of %d namespaces got no policies within %ds (operator log: %s)"
                                % (burst - len(latencies), burst, timeout, operator.log_path))
         figures = {"burst": dict(measure.percentiles(latencies.values()), load1=round(load, 2),
-                                 limit_s=round(_limit(plane, kube, burst), 3))}
+                                 limit_s=round(_limit(plane, kube, burst), 3),
+                                 created_s=round(max(created.values()) - min(created.values()), 3),
+                                 batches=batches(Path(operator.log_path).read_text().splitlines(), started, ended))}
         started = time.monotonic()
-        rest = measure.burst(kube, names[burst:watch], CR_NAME, kinds, timeout=timeout, poll=0.5, workers=16)
+        rest = measure.burst(kube, names[burst:watch], CR_NAME, kinds, timeout=timeout, workers=16)
         if len(rest) < watch - burst:
             raise RuntimeError("%d namespaces got no policies within %ds" % (watch - burst - len(rest), timeout))
         figures["watch"] = {"namespaces": watch, "fill_s": round(time.monotonic() - started, 1),

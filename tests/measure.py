@@ -41,53 +41,90 @@ def policy_kinds(variables):
     return sorted(set((o["apiVersion"], o["kind"]) for o in objs))
 
 
-def namespaces_with_policies(kube, instance, kinds, names):
-    """The namespaces among `names` that hold a policy object of every kind in `kinds`, made by
-    `instance` (for Namespace: its shared patch with the default tolerations). One LIST per kind."""
-    found = {}
-    for api_version, kind in kinds:
-        res = kube.resource(api_version, kind)
-        if kind == "Namespace":
-            items = kube.list(res, label_selector="patched.kfocp.io/%s" % instance, metadata_only=True)
-            where = [i["metadata"]["name"] for i in items if TOLERATIONS in (i["metadata"].get("annotations") or {})]
-        else:
-            items = kube.list(res, label_selector="kfocp.io/instance=%s" % instance, metadata_only=True)
-            where = [i["metadata"].get("namespace") for i in items]
-        for name in where:
-            if name in names:
-                found.setdefault(name, set()).add((api_version, kind))
-    return set(name for name, got in found.items() if len(got) == len(kinds))
+def _selector(instance, kind):
+    """The label selector of `instance`'s policy objects of `kind` (for Namespace: its shared patch)."""
+    return ("patched.kfocp.io/%s" if kind == "Namespace" else "kfocp.io/instance=%s") % instance
 
 
-def burst(kube, names, instance, kinds, labels=None, timeout=60, poll=0.02, workers=None):
+def _where(kind, meta):
+    """The namespace a policy object of `kind` counts for, or None (a Namespace without the default
+    tolerations yet)."""
+    if kind == "Namespace":
+        return meta.get("name") if TOLERATIONS in (meta.get("annotations") or {}) else None
+    return meta.get("namespace")
+
+
+class _Observer(object):
+    """Watches `instance`'s policy objects of `kinds` and records, for each namespace among `names`,
+    when the last of its kinds arrived. A watch per kind costs the API server far less than LISTs
+    polled during the burst it measures."""
+
+    def __init__(self, kube, instance, kinds, names, timeout):
+        self.instance, self.names, self.wanted = instance, set(names), len(kinds)
+        self.found, self.seen, self.errors = {}, {}, []
+        self.lock, self.done = threading.Lock(), threading.Event()
+        self.deadline = time.monotonic() + timeout
+        for api_version, kind in kinds:
+            res = kube.resource(api_version, kind)
+            listed = kube.request("GET", kube.path(res), query={"labelSelector": _selector(instance, kind), "limit": "1"})
+            threading.Thread(target=self._watch, args=(kube, res, kind, listed["metadata"]["resourceVersion"]),
+                             daemon=True).start()
+
+    def _note(self, kind, obj):
+        name = _where(kind, obj.get("metadata") or {})
+        if name not in self.names:
+            return
+        with self.lock:
+            got = self.found.setdefault(name, set())
+            got.add(kind)
+            if len(got) == self.wanted and name not in self.seen:
+                self.seen[name] = time.monotonic()
+                if len(self.seen) == len(self.names):
+                    self.done.set()
+
+    def _watch(self, kube, res, kind, version):
+        selector = _selector(self.instance, kind)
+        try:
+            while not self.done.is_set() and time.monotonic() < self.deadline:
+                # short watches, so that the thread ends soon after the burst
+                for event, obj in kube.watch(res, version, timeout=5, label_selector=selector):
+                    if event == "ERROR":
+                        raise RuntimeError("watch of %s: %s" % (res.plural, obj.get("message")))
+                    version = (obj.get("metadata") or {}).get("resourceVersion") or version
+                    if event in ("ADDED", "MODIFIED"):
+                        self._note(kind, obj)
+        except Exception as err:  # pylint: disable=broad-except  # raised again by wait()
+            self.errors.append(err)
+            self.done.set()
+
+    def wait(self):
+        """{namespace: when its last policy object arrived}; raises the first watch's error."""
+        self.done.wait(max(0, self.deadline - time.monotonic()))
+        self.done.set()
+        if self.errors:
+            raise self.errors[0]
+        with self.lock:
+            return dict(self.seen)
+
+
+def burst(kube, names, instance, kinds, labels=None, timeout=60, workers=None, created=None):
     """Create the namespaces `names` (labelled as profile namespaces) all at once, and return
     {name: seconds from just before its creation until every policy object of it exists}.
-    Namespaces still without them after `timeout` seconds are missing from the result."""
-    wanted = set(names)
-    created, seen = {}, {}
+    Namespaces still without them after `timeout` seconds are missing from the result. `created`,
+    when given, gets {name: time.monotonic() just before its creation}."""
+    created = {} if created is None else created
     res = kube.resource("v1", "Namespace")
     labels = dict(PROFILE_LABELS if labels is None else labels)
-    done = threading.Event()
+    observer = _Observer(kube, instance, kinds, names, timeout)
 
     def create(name):
         created[name] = time.monotonic()
         kube.request("POST", kube.path(res), body={"apiVersion": "v1", "kind": "Namespace",
                                                    "metadata": {"name": name, "labels": labels}})
 
-    def watch():
-        deadline = time.monotonic() + timeout
-        while not done.is_set() and len(seen) < len(wanted) and time.monotonic() < deadline:
-            now = time.monotonic()
-            for name in namespaces_with_policies(kube, instance, kinds, wanted):
-                seen.setdefault(name, now)
-            time.sleep(poll)
-
-    watcher = threading.Thread(target=watch, daemon=True)
-    watcher.start()
-    with ThreadPoolExecutor(max_workers=workers or len(wanted)) as pool:
+    with ThreadPoolExecutor(max_workers=workers or len(names)) as pool:
         list(pool.map(create, names))
-    watcher.join(timeout + 5)
-    done.set()
+    seen = observer.wait()
     return dict((name, seen[name] - created[name]) for name in seen)
 
 

@@ -9,13 +9,13 @@ from helpers import ROOT
 
 
 def test_the_benchmark_harness_runs_at_a_tiny_size(tmp_path):
-    cmd = [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--sizes", "3", "--methods", "kfocp-roles,limit,limit-roles",
-           "--no-operator", "--no-clusters", "--no-render", "--out", str(tmp_path)]
+    cmd = [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--sizes", "3", "--methods", "k8s-list,kfocp-roles,limit,limit-roles",
+           "--case2-repeats", "1", "--no-operator", "--no-clusters", "--no-render", "--out", str(tmp_path)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1200, cwd=ROOT, check=False)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     doc = json.loads(next(tmp_path.glob("bench-*.json")).read_text())
     rows = dict((row["method"], row) for row in doc["rows"])
-    assert set(rows) == {"kfocp-roles", "limit", "limit-roles"}
+    assert set(rows) == {"k8s-list", "kfocp-roles", "limit", "limit-roles"}
     assert rows["limit"]["objects"] == 3 * 12
     # the roles' own reference writes what the roles write: each profile's 12 objects (and the
     # patch of the one other namespace there is)
@@ -25,6 +25,10 @@ def test_the_benchmark_harness_runs_at_a_tiny_size(tmp_path):
     assert all(row["converge_s"] > 0 and row["noop_s"] > 0 for row in doc["rows"])
     assert next(tmp_path.glob("bench-*.png")).stat().st_size > 0
     assert "| 4b. kfocp roles" in proc.stdout and "| 5. limit" in proc.stdout and "| 5b. limit, over" in proc.stdout
+    # case 2 and the roles once more, side by side, and the target judged on both pairs
+    assert sorted(r["method"] for r in doc["repeats"]) == ["k8s-list", "kfocp-roles"]
+    measured = dict((t["target"], t["measured"]) for t in doc["targets"])
+    assert "median of 2 runs side by side" in measured["kfocp >= 2x faster than case 2"], measured
     verdicts = dict((t["target"], t["verdict"]) for t in doc["targets"])
     assert verdicts["kfocp no-op re-run at N=2000 <= 3 s"] == "not measured"
     # where the no-op re-run's seconds went inside each module task: the stages the modules report
@@ -35,4 +39,16 @@ def test_the_benchmark_harness_runs_at_a_tiny_size(tmp_path):
     # ran twice in each), and the API server's is read beside the client's
     split = rows["kfocp-roles"]["client_cpu_split"]
     assert split.get("module tenancy (4)", 0) > 0 and split.get("ansible-playbook", 0) > 0, split
-    assert all(row["server_cpu_s"] > 0 for row in doc["rows"] if row["method"] != "limit"), doc["rows"]
+    assert all(row["server_cpu_s"] > 0 for row in doc["rows"] if row["method"].endswith("roles")), doc["rows"]
+
+
+def test_the_operator_benchmark_runs_at_a_tiny_size(tmp_path):
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import operator_bench  # pylint: disable=import-outside-toplevel
+    figures = operator_bench.run(tmp_path, burst=5, watch=10, timeout=120)
+    burst = figures["burst"]
+    assert burst["count"] == 5 and burst["limit_s"] > 0 and burst["created_s"] >= 0
+    # the operator's own log of the batches that applied the burst: every new namespace is in one
+    assert sum(b["namespaces"] for b in burst["batches"]) >= 5, burst["batches"]
+    assert all(b["stages"].get("compare and write", 0) > 0 for b in burst["batches"]), burst["batches"]
+    assert figures["watch"]["namespaces"] == 10 and figures["watch"]["rss_mib"] > 0

@@ -1,0 +1,76 @@
+"""The benchmark's reading of the operator's batch log, and the explanation it prints of a burst."""
+import datetime
+import sys
+
+from helpers import ROOT
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import operator_bench  # noqa: E402  pylint: disable=wrong-import-position
+import run  # noqa: E402  pylint: disable=wrong-import-position
+
+
+def _line(when, namespaces, write, plan, read):
+    """A line of the fast path's log for a batch, as kfocp_operator/fastpath.py writes it."""
+    return ("2026-11-25 %s INFO kfocp.operator.fastpath policies of %d namespace(s) applied: %d created, %d updated, "
+            "0 unchanged (compare and write %.3fs, plan %.3fs, read %.3fs)"
+            % (when, namespaces, 2 * namespaces, namespaces, write, plan, read))
+
+
+LOG = [
+    _line("07:39:19,197", 7, 0.029, 0.0, 0.0),
+    _line("07:39:32,582", 16, 0.238, 0.001, 0.049),
+    '2026-11-25 07:39:32,600 INFO kfocp.operator.playbook [namespace_policies : Apply] ok {"created": 0}',
+    _line("07:39:33,131", 100, 0.472, 0.003, 0.012),
+    _line("07:39:33,428", 84, 0.267, 0.003, 0.014),
+    _line("07:39:35,646", 95, 0.675, 0.020, 0.178),
+]
+
+
+def _at(text):
+    return datetime.datetime.strptime(text, "%Y-%m-%d %H:%M:%S,%f").timestamp()
+
+
+def test_batches_are_read_from_the_window_of_the_burst_only():
+    started = _at("2026-11-25 07:39:32,300000")
+    got = operator_bench.batches(LOG, started, started + 1.5)
+    assert [b["namespaces"] for b in got] == [16, 100, 84]
+    assert [b["end_s"] for b in got] == [0.282, 0.831, 1.128]
+    assert got[1]["stages"] == {"compare and write": 0.472, "plan": 0.003, "read": 0.012}
+
+
+def test_the_note_names_the_batch_of_the_median_namespace():
+    started = _at("2026-11-25 07:39:32,300000")
+    burst = {"count": 200, "created_s": 0.31, "batches": operator_bench.batches(LOG, started, started + 1.5)}
+    note = run._batches_note(burst)  # pylint: disable=protected-access
+    assert "3 batches of 16, 100, 84 namespaces, done 0.28, 0.83, 1.13 s" in note
+    # the 100th namespace is in the second batch: it began at 0.831 - 0.487 s
+    assert "batch (100 namespaces) began at 0.34 s, read for 0.01 s and wrote for 0.47 s" in note
+    assert "over 0.31 s" in note
+    assert run._batches_note({"count": 200}) == ""  # pylint: disable=protected-access
+
+
+def _row(method, n, seconds):
+    return {"method": method, "n": n, "converge_s": seconds}
+
+
+def test_case_2_is_judged_on_the_median_of_the_runs_side_by_side():
+    rows = [_row("k8s-list", 100, 9.0), _row("kfocp-roles", 100, 3.0), _row("k8s-list", 500, 38.3),
+            _row("kfocp-roles", 500, 19.4)]
+    repeats = [_row("k8s-list", 500, 46.0), _row("kfocp-roles", 500, 20.0), _row("k8s-list", 500, 44.0),
+               _row("kfocp-roles", 500, 21.0)]
+    assert run.case2_ratios(rows, repeats) == (500, [1.97, 2.3, 2.1])
+    verdict = dict((t, (m, v)) for t, m, v in run.targets(rows, repeats=repeats))["kfocp >= 2x faster than case 2"]
+    assert verdict == ("2.10x at N=500 (median of 3 runs side by side: 1.97x, 2.30x, 2.10x)", "MET")
+    verdict = dict((t, (m, v)) for t, m, v in run.targets(rows))["kfocp >= 2x faster than case 2"]
+    assert verdict == ("1.97x at N=500", "MISSED")
+
+
+def test_the_converge_note_gives_the_least_time_its_cpu_seconds_need(monkeypatch):
+    monkeypatch.setattr(run.os, "cpu_count", lambda: 2)
+    roles = dict(_row("kfocp-roles", 2000, 50.0), client_cpu_s=23.6, server_cpu_s=60.4)
+    go = dict(_row("limit-go-roles", 2000, 30.0), client_cpu_s=5.2, server_cpu_s=50.2)
+    note = run._cpu_note([roles, go], roles)  # pylint: disable=protected-access
+    # (23.6 + 60.4) / 2 CPUs = 42.0 s, 1.40 times the Go limit's 30 s
+    assert "need 42.0 s on 2 CPUs kept busy, 1.40x the Go limit's time" in note
+    assert "busy 84% against 92%" in note
