@@ -4,9 +4,12 @@ namespaces, and its memory when it watches many of them.
 The Python operator runs as its own service account (operator/hack/launch.py), for a Kubeflow CR
 that keeps only the namespace_policies role on. Once the CR is Ready (its playbook run is over),
 `burst` namespaces are created at once and each is timed from just before its creation until
-every policy object of it exists (tests/measure.py, shared with tests/integration/test_operator.py).
-Then more are created until `watch` profile namespaces exist, and once the operator has applied
-the policies of all of them, its VmRSS is read.
+every policy object of it exists (tests/measure.py, shared with tests/integration/test_operator.py:
+a watch per policy kind sees them arrive, which costs the API server less than LISTs polled during
+the burst). The fast path's batches that applied the burst are read from the operator's log: how
+many namespaces each held, when each ended and how long its reads and writes took. Then more are
+created until `watch` profile namespaces exist, and once the operator has applied the policies of
+all of them, its VmRSS is read.
 """
 import datetime
 import json

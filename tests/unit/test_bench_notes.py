@@ -74,3 +74,21 @@ def test_the_converge_note_gives_the_least_time_its_cpu_seconds_need(monkeypatch
     # (23.6 + 60.4) / 2 CPUs = 42.0 s, 1.40 times the Go limit's 30 s
     assert "need 42.0 s on 2 CPUs kept busy, 1.40x the Go limit's time" in note
     assert "busy 84% against 92%" in note
+
+
+def test_a_floor_above_the_target_is_said_so():
+    burst = {"count": 200, "p50": 0.664, "p95": 0.96, "p99": 0.98, "limit_s": 0.605}
+    measured = dict((t, m) for t, m, _v in run.targets([], {"burst": burst}))["operator reaction to a burst p50 < 250 ms"]
+    assert "the first half of them take about 302 ms, more than the target alone" in measured
+    burst["limit_s"] = 0.4
+    measured = dict((t, m) for t, m, _v in run.targets([], {"burst": burst}))["operator reaction to a burst p50 < 250 ms"]
+    assert "take about 200 ms" in measured and "target alone" not in measured
+
+
+def test_the_no_op_note_says_when_ansible_alone_is_over_the_target():
+    row = {"noop_s": 8.1, "noop_breakdown": {"startup_s": 0.55, "stages": {"a": {"build": 2.0, "read": 2.46}}}}
+    note = run._noop_split(row)  # pylint: disable=protected-access
+    assert "4.46 s in kfocp's modules (read 2.46 s, build 2.00 s), 3.64 s around them in Ansible (more than the 3 s" \
+        " target alone)" in note
+    row["noop_s"] = 6.0
+    assert "target alone" not in run._noop_split(row)  # pylint: disable=protected-access
