@@ -127,14 +127,15 @@ def measure(method, n, workdir, noop=True):
             if present != len(objs):
                 raise RuntimeError("%s at N=%d: %d of %d objects present after converge"
                                    % (method, n, present, len(objs)))
-            row = dict(meter.figures(), converge_s=round(converge, 2), objects=len(objs), noop_s=None)
+            row = dict(meter.figures(), converge_s=round(converge, 2), objects=len(objs))
+            noop_s = None
             if method == "kfocp-apply" and noop:  # where its no-op re-run's time goes, as for the roles
                 timing_file = Path(workdir) / ("noop-timing-apply-%d.json" % n)
-                row["noop_s"] = timed(ansible, "kfocp.yml", str(objects_file), plane.kubeconfig, timing.env(timing_file))
-                row["noop_breakdown"] = timing.read(timing_file, row["noop_s"])
+                noop_s = timed(ansible, "kfocp.yml", str(objects_file), plane.kubeconfig, timing.env(timing_file))
+                row["noop_breakdown"] = timing.read(timing_file, noop_s)
             elif noop and method != "k8s-loop":
-                row["noop_s"] = timed(APPLY[method], plane, str(objects_file))
-            row.update(noop_s=row["noop_s"] and round(row["noop_s"], 2), load1=round(os.getloadavg()[0], 2))
+                noop_s = timed(APPLY[method], plane, str(objects_file))
+            row.update(noop_s=None if noop_s is None else round(noop_s, 2), load1=round(os.getloadavg()[0], 2))
         row.update(method=method, n=n, objects_per_s=round(row["objects"] / row["converge_s"], 1))
         return row
     finally:
