@@ -278,6 +278,10 @@ def _write(path: Path, data: bytes, mode=0o600):
     path.chmod(mode)
 
 
+# How many times up() starts the components on new ports when one finds its port taken.
+PORT_ATTEMPTS = 3
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -334,6 +338,22 @@ class ControlPlane:
             bins.update(build_workloads())
         self.dir.mkdir(parents=True, exist_ok=True)
         (self.dir / "etcd").mkdir(exist_ok=True)
+        for attempt in range(1, PORT_ATTEMPTS + 1):
+            try:
+                self._launch(bins, workloads, timeout, audit_policy)
+                break
+            except ClusterError as err:
+                # a port free when chosen can be taken before the component binds it (every
+                # outgoing connection takes one from the same range): start again on new ports
+                if "address already in use" not in str(err) or attempt == PORT_ATTEMPTS:
+                    raise
+                self.down(quiet=True)
+        if install:
+            self.install()
+        return self
+
+    def _launch(self, bins: dict, workloads: bool, timeout: float, audit_policy: dict | None) -> None:
+        """Start every component on ports chosen now, and wait until each is ready."""
         ports = {"etcd": free_port(), "peer": free_port(), "apiserver": free_port(), "kcm": free_port()}
         if workloads:
             ports.update(scheduler=free_port(), kwok=free_port())
@@ -376,9 +396,6 @@ class ControlPlane:
         self.write_kubeconfig(self.kubeconfig, "kfocp-admin", ["system:masters"])
         if workloads:
             self._start_workloads(state, bins, timeout)
-        if install:
-            self.install()
-        return self
 
     def _start_workloads(self, state: dict, bins: dict, timeout: float) -> None:
         d, ports = self.dir, state["ports"]

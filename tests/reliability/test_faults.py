@@ -146,3 +146,25 @@ def test_api_server_killed_mid_converge(killable_plane, tmp_path):
     assert set(recovered) == set(reference)
     different = [key for key in reference if recovered[key] != reference[key]]
     assert not different, "objects that differ from a clean run: %s" % different[:5]
+
+
+def test_a_port_taken_before_etcd_binds_it_is_replaced(tmp_path, monkeypatch):
+    """A port is free when the control plane chooses it, but any outgoing connection may take it
+    before etcd binds it: up() starts again on new ports instead of failing."""
+    import cluster  # pylint: disable=import-outside-toplevel
+    import socket  # pylint: disable=import-outside-toplevel
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        chosen = iter([port])
+        real = cluster.free_port
+        monkeypatch.setattr(cluster, "free_port", lambda: next(chosen, None) or real())
+        plane = ControlPlane(tmp_path / "plane")
+        try:
+            plane.up(install=False)
+            assert plane.state()["ports"]["etcd"] != port
+            assert "address already in use" in (plane.dir / "etcd.log").read_text()
+            assert plane.kubectl("get", "--raw", "/readyz").stdout.strip() == "ok"
+        finally:
+            plane.destroy()
