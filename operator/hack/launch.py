@@ -58,7 +58,22 @@ class Operator:
         self.port = None
         self.proc = None
 
-    def start(self, timeout=60, detach=False):
+    def start(self, timeout=60, detach=False, attempts=3):
+        """Start the operator on a free port and wait until it is ready. A port free when chosen can
+        be taken before the operator binds it (by any outgoing connection): then it is started again
+        on another, `attempts` times in all."""
+        for attempt in range(1, attempts + 1):
+            written = self.log_path.stat().st_size if self.log_path.exists() else 0
+            try:
+                return self._start(timeout, detach)
+            except RuntimeError:
+                with open(self.log_path, "rb") as log:
+                    log.seek(written)
+                    if b"Address already in use" not in log.read() or attempt == attempts:
+                        raise
+        raise AssertionError("unreachable")
+
+    def _start(self, timeout, detach):
         self.port = free_port()
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         env.setdefault("KFOCP_COLLECTIONS_PATH", str(ROOT / ".cache" / "collections"))

@@ -465,3 +465,21 @@ def test_the_cluster_ends_as_a_clean_reconcile_makes_it(platform, operator, kube
     print("clean reconcile check: %s" % json.dumps(FIGURES["clean_reconcile_check"], sort_keys=True))
     assert not rows, "%d difference(s) between the cluster after the outages and a clean reconcile's:\n%s" % (
         len(rows), clusterdiff.report(rows, names=("after the outages", "clean reconcile")))
+
+
+def test_an_operator_whose_port_is_taken_before_it_binds_starts_on_another(operator, tmp_path, monkeypatch):
+    import socket  # pylint: disable=import-outside-toplevel
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        chosen, real = iter([port]), launch.free_port
+        monkeypatch.setattr(launch, "free_port", lambda: next(chosen, None) or real())
+        second = launch.Operator(operator.kubeconfig, tmp_path / "second.log",
+                                 ["--watch-namespace", "kfocp-nothing-here", "--no-fast-path"])
+        try:
+            second.start()
+            assert second.port != port and second.get("/readyz")[0] == 200
+            assert "Address already in use" in second.log_tail()
+        finally:
+            second.stop()

@@ -29,8 +29,8 @@ class FaultProxy:
         d = Path(plane.dir)
         self._upstream = urllib3.PoolManager(maxsize=32, cert_reqs="CERT_REQUIRED", ca_certs=str(d / "ca.crt"),
                                              cert_file=str(d / "admin.crt"), key_file=str(d / "admin.key"))
-        self.port = cluster.free_port()
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", self.port), self._handler())
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), self._handler())  # bound now: no race
+        self.port = self.server.server_address[1]
         self.server.daemon_threads = True
         self.server.socket = self._tls(d).wrap_socket(self.server.socket, server_side=True)
         self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
