@@ -280,12 +280,31 @@ def _write(path: Path, data: bytes, mode=0o600):
 
 # How many times up() starts the components on new ports when one finds its port taken.
 PORT_ATTEMPTS = 3
+# The processes up() starts, each logging to <name>.log in the plane's directory.
+COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
 
 
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def log_sizes(paths) -> dict:
+    """{path: its size now} of the log files among `paths` that exist: where an attempt's lines start."""
+    return dict((Path(p), Path(p).stat().st_size) for p in paths if Path(p).exists())
+
+
+def port_taken(path: Path, since: int = 0) -> bool:
+    """Whether what the log `path` got after byte `since` says a port was already in use (EADDRINUSE:
+    Go and Python both print "address already in use"). A port free when chosen can be taken
+    before the process binds it, by any outgoing connection, which draws from the same range."""
+    try:
+        with open(path, "rb") as log:
+            log.seek(since)
+            return b"address already in use" in log.read().lower()
+    except FileNotFoundError:
+        return False
 
 
 # ---------------------------------------------------------------- the control plane
@@ -338,14 +357,15 @@ class ControlPlane:
             bins.update(build_workloads())
         self.dir.mkdir(parents=True, exist_ok=True)
         (self.dir / "etcd").mkdir(exist_ok=True)
+        logs = [self.dir / f"{name}.log" for name in COMPONENTS]
         for attempt in range(1, PORT_ATTEMPTS + 1):
+            before = log_sizes(logs)
             try:
                 self._launch(bins, workloads, timeout, audit_policy)
                 break
-            except ClusterError as err:
-                # a port free when chosen can be taken before the component binds it (every
-                # outgoing connection takes one from the same range): start again on new ports
-                if "address already in use" not in str(err) or attempt == PORT_ATTEMPTS:
+            except ClusterError:
+                # a component found its port taken (see port_taken): start again on new ports
+                if attempt == PORT_ATTEMPTS or not any(port_taken(log, before.get(log, 0)) for log in logs):
                     raise
                 self.down(quiet=True)
         if install:

@@ -1,6 +1,8 @@
 """Test helpers: run playbooks through ansible-runner, read the API, and play the part of
 external operators (OLM, the mesh operator) by writing the status they would write."""
+import contextlib
 import os
+import socket
 import sys
 import time
 from pathlib import Path
@@ -83,6 +85,19 @@ def run_playbook(control_plane, name, extravars, workdir, check=False, diff=Fals
         quiet=True, verbosity=verbosity, project_dir=str(ROOT))
     stdout = runner.stdout.read() if runner.stdout else ""
     return PlaybookResult(runner.rc, runner.stats, list(runner.events), stdout)
+
+
+@contextlib.contextmanager
+def port_taken_first(monkeypatch, module):
+    """A loopback port held open, which `module.free_port` returns first: a port taken between its
+    choice and its bind. Yields the port."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        chosen, real = iter([port]), module.free_port
+        monkeypatch.setattr(module, "free_port", lambda: next(chosen, None) or real())
+        yield port
 
 
 def wait_for(predicate, timeout=30, interval=0.2, what="condition", error=None):

@@ -22,7 +22,7 @@ for _path in (ROOT / "hack", OPERATOR):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 
-from cluster import free_port  # noqa: E402
+from cluster import free_port, log_sizes, port_taken  # noqa: E402
 from kfocp_operator.processes import kill_tree  # noqa: E402
 
 
@@ -63,15 +63,14 @@ class Operator:
         be taken before the operator binds it (by any outgoing connection): then it is started again
         on another, `attempts` times in all."""
         for attempt in range(1, attempts + 1):
-            written = self.log_path.stat().st_size if self.log_path.exists() else 0
+            written = log_sizes([self.log_path]).get(self.log_path, 0)
             try:
-                return self._start(timeout, detach)
+                self._start(timeout, detach)
+                break
             except RuntimeError:
-                with open(self.log_path, "rb") as log:
-                    log.seek(written)
-                    if b"Address already in use" not in log.read() or attempt == attempts:
-                        raise
-        raise AssertionError("unreachable")
+                if attempt == attempts or not port_taken(self.log_path, written):
+                    raise
+        return self
 
     def _start(self, timeout, detach):
         self.port = free_port()

@@ -25,7 +25,7 @@ import uuid
 import pytest
 
 import clusterdiff
-from helpers import ROOT, isolated_policies, labelled_objects, wait_for
+from helpers import ROOT, isolated_policies, labelled_objects, port_taken_first, wait_for
 
 sys.path[:0] = [str(ROOT / "operator"), str(ROOT / "operator" / "hack")]
 
@@ -468,13 +468,7 @@ def test_the_cluster_ends_as_a_clean_reconcile_makes_it(platform, operator, kube
 
 
 def test_an_operator_whose_port_is_taken_before_it_binds_starts_on_another(operator, tmp_path, monkeypatch):
-    import socket  # pylint: disable=import-outside-toplevel
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        port = taken.getsockname()[1]
-        chosen, real = iter([port]), launch.free_port
-        monkeypatch.setattr(launch, "free_port", lambda: next(chosen, None) or real())
+    with port_taken_first(monkeypatch, launch) as port:
         second = launch.Operator(operator.kubeconfig, tmp_path / "second.log",
                                  ["--watch-namespace", "kfocp-nothing-here", "--no-fast-path"])
         try:

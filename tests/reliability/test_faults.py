@@ -18,7 +18,7 @@ from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import Clien
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.engine import ApplyError, Engine
 from cluster import ControlPlane
 from faultproxy import FaultProxy
-from helpers import ROOT, ansible_env
+from helpers import ROOT, ansible_env, port_taken_first
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 import workload  # noqa: E402
@@ -152,14 +152,7 @@ def test_a_port_taken_before_etcd_binds_it_is_replaced(tmp_path, monkeypatch):
     """A port is free when the control plane chooses it, but any outgoing connection may take it
     before etcd binds it: up() starts again on new ports instead of failing."""
     import cluster  # pylint: disable=import-outside-toplevel
-    import socket  # pylint: disable=import-outside-toplevel
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        port = taken.getsockname()[1]
-        chosen = iter([port])
-        real = cluster.free_port
-        monkeypatch.setattr(cluster, "free_port", lambda: next(chosen, None) or real())
+    with port_taken_first(monkeypatch, cluster) as port:
         plane = ControlPlane(tmp_path / "plane")
         try:
             plane.up(install=False)
