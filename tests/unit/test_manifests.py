@@ -499,8 +499,9 @@ DEFAULT_SECCOMP = {"seccompProfile": {"type": "RuntimeDefault"}}
     (deployment("hostnet", sa="s", hostNetwork=True), "hostnetwork-v2", "hostNetwork"),
     (deployment("hostpid", sa="s", hostPID=True), "privileged", "hostPID"),
     (deployment("hostipc", sa="s", hostIPC=True), "privileged", "hostIPC"),
+    # host network as root: hostnetwork-v2, the SCC just before privileged, refuses the UID
     (deployment("hostnet-root", sa="s", hostNetwork=True, securityContext={"runAsUser": 0}), "privileged",
-     "hostNetwork"),
+     "runAsUser"),
     # volumes: hostPath (hostmount-anyuid), other types outside the list, nfs
     (deployment("hostpath", sa="s", volumes=HOSTPATH), "hostmount-anyuid", "hostPath"),
     (deployment("nfs", sa="s", volumes=[{"name": "n", "nfs": {"server": "s", "path": "/"}}]), "hostmount-anyuid",
@@ -512,7 +513,8 @@ DEFAULT_SECCOMP = {"seccompProfile": {"type": "RuntimeDefault"}}
     (deployment("seccomp", sa="s", pod_ctx=DEFAULT_SECCOMP), None, None),
     (deployment("unconfined", sa="s", pod_ctx={"seccompProfile": {"type": "Unconfined"}}), "privileged",
      "seccompProfile"),
-    (deployment("root-seccomp", sa="s", pod_ctx=dict(DEFAULT_SECCOMP, runAsUser=0)), "privileged", "seccompProfile"),
+    # root with a seccomp profile: anyuid refuses the profile, hostnetwork-v2 (just before privileged) the UID
+    (deployment("root-seccomp", sa="s", pod_ctx=dict(DEFAULT_SECCOMP, runAsUser=0)), "privileged", "runAsUser"),
     # SELinux: MustRunAs everywhere but privileged
     (deployment("selinux", sa="s", ctx={"seLinuxOptions": {"type": "spc_t"}}), "privileged", "seLinuxOptions"),
 ])
@@ -546,9 +548,10 @@ def test_derive_scc_one_grant_per_account_admits_all_its_pods():
     objs = [deployment("a", sa="shared", ctx={"runAsUser": 1000}),
             deployment("b", sa="shared", hostNetwork=True), deployment("c", sa="other", ctx={"runAsUser": 1000})]
     grants = m.derive_scc(objs, uid_range=RANGE)
-    # nonroot-v2 refuses b's host network, hostnetwork-v2 refuses a's UID: only privileged admits both
+    # nonroot-v2, anyuid and hostmount-anyuid refuse b's host network, hostnetwork-v2 refuses a's UID:
+    # only privileged admits both
     assert [(g["serviceaccount"], g["scc"]) for g in grants] == [("other", "nonroot-v2"), ("shared", "privileged")]
-    assert "Deployment a" not in grants[1]["reason"] or "Deployment b" in grants[1]["reason"]
+    assert grants[1]["reason"].startswith("hostnetwork-v2 refuses: Deployment a:") and "Deployment b" not in grants[1]["reason"]
     bindings = m.scc_objects(grants)
     assert [b["metadata"]["name"] for b in bindings] == ["kfocp-components-scc-nonroot-v2-other",
                                                          "kfocp-components-scc-privileged-shared"]

@@ -719,8 +719,8 @@ def derive_scc(objs, uid_range=None):
     """The least privileged SCC each service account needs, from its pods' whole security context.
 
     Every workload's pod spec is checked against the SCC strategies OpenShift ships
-    (scc_policies: restricted-v2, hostnetwork-v2, nonroot-v2, anyuid, hostmount-anyuid,
-    privileged, least privileged first); an account gets the first SCC that admits all its pods.
+    (scc_policies: restricted-v2, nonroot-v2, anyuid, hostmount-anyuid, hostnetwork-v2,
+    privileged, least privileged first, in SCC admission's own order); an account gets the first SCC that admits all its pods.
     `uid_range` ({start, size}) is the namespace's UID range (and group range), which fixed UIDs,
     fsGroups and supplemental groups must fall in for restricted-v2; unknown ({} or None), every
     fixed value is outside. Returns grants [{namespace, serviceaccount, scc, field, reason}] for

@@ -13,10 +13,13 @@ hostPath, runAsUser (MustRunAsRange, MustRunAsNonRoot, RunAsAny), SELinux, fsGro
 supplementalGroups (MustRunAs within the namespace's range, RunAsAny), and seccomp profiles.
 runAsGroup is read too, but no SCC has a strategy for it, so it never decides.
 
-`least_privileged()` walks ORDER, OpenShift's own order of restrictiveness (its SCC sort by
-"points": the UID strategy, then host volumes, then privileged containers), and returns the first
+`least_privileged()` walks ORDER, OpenShift's own order of restrictiveness, and returns the first
 SCC that admits every pod, with the fields that the SCC just before it refused: the fields that
-forced the grant. Nothing here does I/O.
+forced the grant. That order is SCC admission's sort by "points" (openshift/apiserver-library-go
+pkg/securitycontextconstraints/util/sort/byrestrictions.go, pointValue): privileged containers
+weigh most, then host ports, host network, host path volumes, other non-trivial volumes, the
+SELinux and runAsUser strategies, and capabilities. So hostnetwork-v2 (host network and ports)
+comes after anyuid and hostmount-anyuid. Nothing here does I/O.
 """
 from __future__ import absolute_import, division, print_function
 
@@ -64,8 +67,11 @@ SCCS = {
         "runAsUser": "RunAsAny", "seLinuxContext": "RunAsAny", "fsGroup": "RunAsAny",
         "supplementalGroups": "RunAsAny", "seccompProfiles": ["*"]},
 }
-# Least privileged first. restricted-v2 is every authenticated user's already: it needs no grant.
-ORDER = ("restricted-v2", "hostnetwork-v2", "nonroot-v2", "anyuid", "hostmount-anyuid", "privileged")
+# Least privileged first, by SCC admission's points (restricted-v2 132010, nonroot-v2 142010,
+# anyuid 154950, hostmount-anyuid 254950, hostnetwork-v2 1332010, privileged 3089000; admission
+# sorts by priority before points, but a grant only decides which SCCs may be used).
+# restricted-v2 is every authenticated user's already: it needs no grant.
+ORDER = ("restricted-v2", "nonroot-v2", "anyuid", "hostmount-anyuid", "hostnetwork-v2", "privileged")
 DEFAULT = "restricted-v2"
 
 _SECCOMP = {"RuntimeDefault": "runtime/default", "Unconfined": "unconfined"}

@@ -1,0 +1,77 @@
+"""The order in which SCC derivation tries the SCCs is OpenShift's own order of restrictiveness.
+
+SCC admission sorts the SCCs a pod may use by priority, then by "points", then by name
+(openshift/apiserver-library-go pkg/securitycontextconstraints/util/sort/bypriority.go and
+byrestrictions.go at commit a8019f39f6708878cbb42101693940ed4817ab82). The fewer points, the more
+restrictive the SCC. `points()` below is upstream's pointValue, with its constants, applied to the
+SCC definitions OpenShift ships (hack/seed/sccs.yaml, copied from
+openshift/cluster-kube-apiserver-operator bindata/bootkube/scc-manifests). Registered in
+docs/contracts.md ("OpenShift controllers")."""
+from pathlib import Path
+
+import pytest
+import yaml
+
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import manifests as m
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import scc_policies
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# byrestrictions.go constants
+PRIVILEGED, HOST_PORTS, HOST_NETWORK, HOST_VOLUME, NON_TRIVIAL_VOLUME = 1600000, 800000, 400000, 200000, 100000
+STRATEGY = {"RunAsAny": 40000, "MustRunAsNonRoot": 30000, "MustRunAsRange": 20000, "MustRunAs": 10000}
+CAP_DEFAULT, CAP_ADD_ONE, CAP_ALLOW_ALL, CAP_ALLOW_ONE, CAP_DROP_ALL, CAP_DROP_ONE = 5000, 300, 4000, 10, -3000, -50
+CAP_MAX, CAP_MIN = 9999, 0
+TRIVIAL_VOLUMES = {"secret", "configMap", "emptyDir", "downwardAPI", "projected", "none"}
+
+
+def _volume_points(volumes):
+    volumes = volumes or []
+    if any(v in ("hostPath", "*") for v in volumes):
+        return HOST_VOLUME
+    return NON_TRIVIAL_VOLUME if any(v not in TRIVIAL_VOLUMES for v in volumes) else 0
+
+
+def _capability_points(scc):
+    allowed = [c.upper() for c in scc.get("allowedCapabilities") or []]
+    dropped = [c.upper() for c in scc.get("requiredDropCapabilities") or []]
+    total = CAP_DEFAULT + CAP_ADD_ONE * len(scc.get("defaultAddCapabilities") or [])
+    total += CAP_ALLOW_ALL if ("*" in allowed or "ALL" in allowed) else CAP_ALLOW_ONE * len(allowed)
+    total += CAP_DROP_ALL if "ALL" in dropped else CAP_DROP_ONE * len(dropped)
+    return max(CAP_MIN, min(CAP_MAX, total))
+
+
+def points(scc):
+    """byrestrictions.go pointValue."""
+    total = PRIVILEGED if scc.get("allowPrivilegedContainer") else 0
+    total += _volume_points(scc.get("volumes"))
+    total += HOST_NETWORK if scc.get("allowHostNetwork") else 0
+    total += HOST_PORTS if scc.get("allowHostPorts") else 0
+    total += _capability_points(scc)
+    total += STRATEGY[scc["seLinuxContext"]["type"]] + STRATEGY[scc["runAsUser"]["type"]]
+    return total
+
+
+def shipped():
+    docs = [d for d in yaml.safe_load_all((ROOT / "hack" / "seed" / "sccs.yaml").read_text()) if d]
+    return dict((d["metadata"]["name"], d) for doc in docs for d in (doc.get("items") or [doc]))
+
+
+def test_the_derivation_order_is_scc_admissions_order_of_restrictiveness():
+    sccs = shipped()
+    upstream = sorted(scc_policies.ORDER, key=lambda name: (points(sccs[name]), name))
+    assert list(scc_policies.ORDER) == upstream, [(name, points(sccs[name])) for name in upstream]
+
+
+@pytest.mark.parametrize("spec,scc,before", [
+    # host network only: the SCC just before hostnetwork-v2 is hostmount-anyuid, which refuses it
+    ({"hostNetwork": True, "containers": [{"name": "a"}]}, "hostnetwork-v2", "hostmount-anyuid"),
+    # a fixed UID outside the range: restricted-v2 refuses only that
+    ({"containers": [{"name": "a", "securityContext": {"runAsUser": 1000}}]}, "nonroot-v2", "restricted-v2"),
+])
+def test_a_grant_names_the_scc_just_before_it_in_that_order(spec, scc, before):
+    obj = {"kind": "Deployment", "metadata": {"name": "w", "namespace": "ns"},
+           "spec": {"template": {"spec": dict(spec, serviceAccountName="s")}}}
+    grants = m.derive_scc([obj], uid_range={"start": 1000660000, "size": 10000})
+    assert [g["scc"] for g in grants] == [scc]
+    assert grants[0]["reason"].startswith(before + " refuses:"), grants[0]["reason"]
