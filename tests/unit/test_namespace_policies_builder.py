@@ -175,6 +175,16 @@ def test_memberroll_keeps_the_owners_members_and_drops_only_its_own():
      r"namespace_policies_limitrange\.default\.memory: 4Gi is larger than max\.memory"),
     ({"namespace_policies_limitrange": {"default": {"cpu": "100m"}, "defaultRequest": {"cpu": "1"}}},
      r"namespace_policies_limitrange\.defaultRequest\.cpu: 1 is larger than default\.cpu"),
+    # the API server's other LimitRange rules (k8s.io/kubernetes v1.36.4 pkg/apis/core/validation
+    # ValidateLimitRange; tests/integration/test_limitrange_rules.py holds them to the API server)
+    ({"namespace_policies_limitrange": {"maxLimitRequestRatio": {"cpu": "500m"}}},
+     r"namespace_policies_limitrange\.maxLimitRequestRatio\.cpu: 500m is less than 1"),
+    ({"namespace_policies_limitrange": {"min": {"cpu": "1"}, "max": {"cpu": "2"}, "maxLimitRequestRatio": {"cpu": "3"}}},
+     r"namespace_policies_limitrange\.maxLimitRequestRatio\.cpu: 3 is larger than max/min \(2/1\)"),
+    ({"namespace_policies_limitrange": {"default": {"nvidia.com/gpu": "1"}, "defaultRequest": {"nvidia.com/gpu": "0"}}},
+     r"namespace_policies_limitrange\.defaultRequest\.nvidia\.com/gpu: 0 differs from default\.nvidia\.com/gpu \(1\)"),
+    ({"namespace_policies_limitrange": {"default": {"hugepages-2Mi": "4Mi"}, "defaultRequest": {"hugepages-2Mi": "2Mi"}}},
+     r"namespace_policies_limitrange\.defaultRequest\.hugepages-2Mi: 2Mi differs"),
     ({"namespace_policies_data_lake": True, "namespace_policies_data_lake_role_template": "arn:{namespace}",
       "namespace_policies_data_lake_annotation": "not a key!"}, r"namespace_policies_data_lake_annotation: 'not a key!'"),
     ({"namespace_policies_serverless": True, "namespace_policies_serverless_workloads": [

@@ -167,14 +167,40 @@ _LIMIT_ORDER = (("min", "max"), ("min", "default"), ("min", "defaultRequest"), (
                 ("default", "max"), ("defaultRequest", "max"))
 
 
+def _overcommit_allowed(resource):
+    """k8s.io/kubernetes pkg/apis/core/helper IsOvercommitAllowed: a native resource (no domain, or
+    a kubernetes.io/ one) that is not hugepages. GPUs and other extended resources are not."""
+    native = "/" not in resource or "kubernetes.io/" in resource
+    return native and not resource.startswith("hugepages-")
+
+
 def limitrange_order(limits):
-    """min <= defaultRequest <= default <= max for every resource, as the API server checks."""
+    """The rules the API server checks of a LimitRange item's values for each resource
+    (pkg/apis/core/validation ValidateLimitRange): min <= defaultRequest <= default <= max, a
+    maxLimitRequestRatio of at least 1 and at most max/min, and default equal to defaultRequest
+    for a resource that may not be overcommitted (GPUs, other extended resources, hugepages)."""
+    field = "namespace_policies_limitrange"
     for low, high in _LIMIT_ORDER:
         for key in sorted(set(limits.get(low) or {}) & set(limits.get(high) or {})):
             small, large = limits[low][key], limits[high][key]
-            require(o.parse_quantity(small) <= o.parse_quantity(large), "namespace_policies_limitrange.%s.%s" % (low, key),
+            require(o.parse_quantity(small) <= o.parse_quantity(large), "%s.%s.%s" % (field, low, key),
                     "%s is larger than %s.%s (%s)" % (small, high, key, large),
                     "Keep min <= defaultRequest <= default <= max for each resource")
+    for key, ratio in sorted((limits.get("maxLimitRequestRatio") or {}).items()):
+        where = "%s.maxLimitRequestRatio.%s" % (field, key)
+        require(o.parse_quantity(ratio) >= 1, where, "%s is less than 1" % ratio,
+                "Give a ratio of limit to request of 1 or more")
+        low, high = (limits.get("min") or {}).get(key), (limits.get("max") or {}).get(key)
+        if low is not None and high is not None and o.parse_quantity(low) > 0:
+            most = o.parse_quantity(high) / o.parse_quantity(low)
+            require(o.parse_quantity(ratio) <= most, where, "%s is larger than max/min (%s/%s)" % (ratio, high, low),
+                    "Give a ratio no larger than max.%s divided by min.%s" % (key, key))
+    for key in sorted(set(limits.get("default") or {}) & set(limits.get("defaultRequest") or {})):
+        if not _overcommit_allowed(key):
+            value, request = limits["default"][key], limits["defaultRequest"][key]
+            require(o.parse_quantity(value) == o.parse_quantity(request), "%s.defaultRequest.%s" % (field, key),
+                    "%s differs from default.%s (%s), and %s may not be overcommitted" % (request, key, value, key),
+                    "Give %s the same default and defaultRequest, or only one of them" % key)
 
 
 def selector(value):
