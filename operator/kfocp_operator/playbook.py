@@ -113,6 +113,13 @@ class EventRecorder:
         if kind == "playbook_on_task_start":
             self.log.debug("TASK [%s]", data.get("task"))
             return True
+        if kind == "playbook_on_stats":
+            # ansible-runner replaces the result of a no_log task by {"censored": ...}, which drops
+            # its "changed": the run's own statistics count it (per host)
+            changed = data.get("changed")
+            if isinstance(changed, dict):
+                self.result.totals["changed"] = max(self.result.totals["changed"], sum(changed.values()))
+            return True
         counted = _COUNTED.get(kind)
         if counted is None:
             return True

@@ -324,6 +324,19 @@ def test_events_are_counted_per_role_with_failures():
     assert result.invalid_spec
 
 
+def test_a_change_made_by_a_no_log_task_is_counted(tmp_path):
+    """The real ansible-runner: it replaces a no_log task's result by {"censored": ...} in its
+    events (ansible_runner/display_callback/callback/awx_display.py, capture_event_data), so the
+    change is known only from the run's statistics (the playbook_on_stats event)."""
+    book = tmp_path / "secret.yml"
+    book.write_text("- hosts: localhost\n  gather_facts: false\n  tasks:\n"
+                    "    - name: Change something secret\n      ansible.builtin.command: 'true'\n"
+                    "      changed_when: true\n      no_log: true\n")
+    result = playbook.run(str(book), {}, tmp_path)
+    assert result.ok, result.failures
+    assert result.totals["changed"] == 1
+
+
 def test_extravars_have_ansible_operators_shape():
     cr = {"apiVersion": "kfocp.io/v1alpha1", "kind": "Kubeflow", "metadata": {"name": "kf", "namespace": "ns"},
           "spec": {"demoCount": 1}}
