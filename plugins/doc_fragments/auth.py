@@ -25,19 +25,20 @@ options:
     description: A bearer token for O(host). Falls back to E(K8S_AUTH_API_KEY).
     type: str
   ca_cert:
-    description: CA bundle that signs the API server certificate. Falls back to E(K8S_AUTH_SSL_CA_CERT).
+    description: CA bundle that signs the API server certificate. Falls back to E(K8S_AUTH_CA_CERT), then E(K8S_AUTH_SSL_CA_CERT).
     type: path
     aliases: [ssl_ca_cert]
   client_cert:
-    description: Client certificate file. Falls back to E(K8S_AUTH_CERT_FILE).
+    description: Client certificate file. Falls back to E(K8S_AUTH_CLIENT_CERT), then E(K8S_AUTH_CERT_FILE).
     type: path
     aliases: [cert_file]
   client_key:
-    description: Client key file. Falls back to E(K8S_AUTH_KEY_FILE).
+    description: Client key file. Falls back to E(K8S_AUTH_CLIENT_KEY), then E(K8S_AUTH_KEY_FILE).
     type: path
     aliases: [key_file]
   validate_certs:
-    description: Verify the API server certificate. Falls back to E(K8S_AUTH_VERIFY_SSL).
+    description: Verify the API server certificate. Falls back to E(K8S_AUTH_VALIDATE_CERTS), then
+      E(K8S_AUTH_VERIFY_SSL); from the environment only V(0), V(false) and V(no) turn it off.
     type: bool
     aliases: [verify_ssl]
   proxy:

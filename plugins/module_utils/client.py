@@ -30,18 +30,19 @@ except ImportError as err:  # reported by the module with a clear message
     HAS_K8S = False
     K8S_IMPORT_ERROR = err
 
-# Module option -> environment variable, the same names kubernetes.core reads, so that AWX
-# credentials and K8S_AUTH_* environments work unchanged.
+# Module option -> the environment variables kubernetes.core reads for it, in its order (its
+# module_utils/k8s/client.py _create_auth_spec: K8S_AUTH_<option>, then K8S_AUTH_<client name>),
+# so that AWX credentials and K8S_AUTH_* environments work unchanged.
 AUTH_ENV = {
-    "kubeconfig": "K8S_AUTH_KUBECONFIG",
-    "context": "K8S_AUTH_CONTEXT",
-    "host": "K8S_AUTH_HOST",
-    "api_key": "K8S_AUTH_API_KEY",
-    "ca_cert": "K8S_AUTH_SSL_CA_CERT",
-    "client_cert": "K8S_AUTH_CERT_FILE",
-    "client_key": "K8S_AUTH_KEY_FILE",
-    "validate_certs": "K8S_AUTH_VERIFY_SSL",
-    "proxy": "K8S_AUTH_PROXY",
+    "kubeconfig": ("K8S_AUTH_KUBECONFIG",),
+    "context": ("K8S_AUTH_CONTEXT",),
+    "host": ("K8S_AUTH_HOST",),
+    "api_key": ("K8S_AUTH_API_KEY",),
+    "ca_cert": ("K8S_AUTH_CA_CERT", "K8S_AUTH_SSL_CA_CERT"),
+    "client_cert": ("K8S_AUTH_CLIENT_CERT", "K8S_AUTH_CERT_FILE"),
+    "client_key": ("K8S_AUTH_CLIENT_KEY", "K8S_AUTH_KEY_FILE"),
+    "validate_certs": ("K8S_AUTH_VALIDATE_CERTS", "K8S_AUTH_VERIFY_SSL"),
+    "proxy": ("K8S_AUTH_PROXY",),
 }
 
 # How many times a 500 is retried (for requests that are safe to repeat).
@@ -85,10 +86,14 @@ def auth_from(params=None, env=None):
     params = dict(params or {})
     env = os.environ if env is None else env
     merged = {}
-    for option, variable in AUTH_ENV.items():
+    for option, variables in AUTH_ENV.items():
         value = params.get(option)
-        if value is None and env.get(variable):
-            value = env[variable]
+        if value is None:
+            value = next((env[name] for name in variables if env.get(name)), None)
+            if value is not None and option == "validate_certs":
+                # kubernetes.core's reading of a boolean from the environment: only 0, false and
+                # no (any case) turn it off
+                value = value.lower() not in ("0", "false", "no")
         if value is not None:
             merged[option] = value
     if "validate_certs" in merged:
