@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import yaml
 
 from helpers import ROOT, only_roles
@@ -55,6 +56,63 @@ def test_credential_type_injects_k8s_auth_variables_and_a_ca_file():
     assert fields["api_key"]["secret"] is True
     credential = [t for t in tasks if "awx.awx.credential" in t][0]
     assert credential["no_log"] is True
+
+
+def awx_inject(ctype, inputs, private_dir):
+    """The environment AWX gives a job for a credential of this type, as AWX builds it
+    (ansible/awx awx/main/models/credential/__init__.py CredentialType.inject_credential, commit
+    000dbedaebf1f93be00de342380a08ccb3da99b8): inputs left empty are not in the template namespace,
+    a boolean left unset is False, each file injector is written and named by tower.filename.<name>,
+    and every template renders in Jinja's immutable sandbox."""
+    from types import SimpleNamespace
+
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    tower = SimpleNamespace()
+    namespace = {"tower": tower}
+    namespace.update((k, v) for k, v in inputs.items() if isinstance(v, bool) or len(v))
+    for field in ctype["inputs"]["fields"]:
+        if field["type"] == "boolean" and field["id"] not in inputs:
+            namespace[field["id"]] = False
+    sandbox = ImmutableSandboxedEnvironment()
+    tower.filename = SimpleNamespace()
+    for label, template in ctype["injectors"].get("file", {}).items():
+        path = private_dir / label
+        path.write_text(sandbox.from_string(template).render(**namespace))
+        setattr(tower.filename, label.split(".")[1], str(path))
+    return dict((name, sandbox.from_string(template).render(**namespace))
+                for name, template in ctype["injectors"]["env"].items())
+
+
+def credential_type():
+    """The credential type as configure.yml gives it to AWX (Ansible's own templating removes the raw tags)."""
+    from jinja2 import Environment
+
+    tasks = yaml.safe_load((ROOT / "awx" / "configure.yml").read_text())[0]["tasks"]
+    ctype = [t for t in tasks if "awx.awx.credential_type" in t][0]["awx.awx.credential_type"]
+    untag = Environment()
+    for section in ("file", "env"):
+        ctype["injectors"][section] = dict((k, untag.from_string(v).render())
+                                           for k, v in ctype["injectors"][section].items())
+    return ctype
+
+
+@pytest.mark.parametrize("inputs,verify,ca", [
+    ({"host": "https://api.example:6443", "api_key": "t"}, True, None),
+    ({"host": "https://api.example:6443", "api_key": "t", "ca_cert": "PEM"}, True, "PEM"),
+    ({"host": "https://api.example:6443", "api_key": "t", "insecure_skip_tls_verify": True}, False, None),
+    ({"host": "https://api.example:6443", "api_key": "t", "insecure_skip_tls_verify": False, "ca_cert": ""}, True, None),
+])
+def test_a_credential_verifies_the_api_server_unless_told_not_to(inputs, verify, ca, tmp_path):
+    from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import auth_from
+
+    auth = auth_from({}, awx_inject(credential_type(), inputs, tmp_path))
+    assert auth["host"] == inputs["host"] and auth["api_key"] == "t"
+    assert auth["validate_certs"] is verify
+    if ca is None:
+        assert "ca_cert" not in auth  # no empty CA file, which would fail every TLS handshake
+    else:
+        assert Path(auth["ca_cert"]).read_text() == ca
 
 
 def test_awx_inventory_sets_no_kubeconfig_and_configure_playbook_parses():
