@@ -1,4 +1,5 @@
 """The scc role through ansible-playbook (ansible-runner) against the real API server."""
+import json
 
 
 # site.yml with every role but scc switched off: these tests count the scc role's changes only.
@@ -50,6 +51,31 @@ def test_grant_idempotence_check_mode_revoke_and_absent(playbook, kube, instance
     gone = playbook("uninstall", {"kfocp_instance": instance})  # uninstall is driven by labels, every set
     assert gone.rc == 0, gone.stdout
     assert kube.get(kube.resource("v1", "Namespace"), ns) is None
+
+
+def may_use(control_plane, namespace, serviceaccount, scc):
+    """The RBAC decision SCC admission asks for (openshift/apiserver-library-go
+    sccmatching/matcher.go authorizedForSCC): verb use, group security.openshift.io, resource
+    securitycontextconstraints, the SCC's name, in the pod's namespace, for the pod's service
+    account (serviceaccount.UserInfo: its user name and groups). The real API server decides."""
+    review = {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": {
+        "user": "system:serviceaccount:%s:%s" % (namespace, serviceaccount),
+        "groups": ["system:serviceaccounts", "system:serviceaccounts:%s" % namespace],
+        "resourceAttributes": {"namespace": namespace, "verb": "use", "group": "security.openshift.io",
+                               "resource": "securitycontextconstraints", "name": scc}}}
+    made = control_plane.kubectl("create", "-o", "json", "-f", "-", input=json.dumps(review))
+    return json.loads(made.stdout)["status"].get("allowed", False)
+
+
+def test_a_grant_lets_the_service_account_use_that_scc_and_no_other(playbook, control_plane, instance):
+    ns = instance
+    result = playbook("site", dict(ONLY_SCC, kfocp_instance=instance, scc_grants=grants(ns, ("mysql", "anyuid"))))
+    assert result.rc == 0, result.stdout
+    assert may_use(control_plane, ns, "mysql", "anyuid")
+    assert not may_use(control_plane, ns, "mysql", "privileged")
+    assert not may_use(control_plane, ns, "other", "anyuid")
+    assert not may_use(control_plane, "default", "mysql", "anyuid")
+    assert playbook("uninstall", {"kfocp_instance": instance}).rc == 0
 
 
 def test_bad_grant_fails_before_any_change(playbook, kube, instance):
