@@ -8,4 +8,4 @@ KIND = "Kubeflow"
 PLURAL = "kubeflows"
 API_VERSION = "%s/%s" % (GROUP, VERSION)
 FINALIZER = "kfocp.io/uninstall"
-RECONCILE_PERIOD_ANNOTATION = "ansible.operator-sdk/reconcile-period"
+RECONCILE_PERIOD_ANNOTATION = "ansible.sdk.operatorframework.io/reconcile-period"

@@ -121,7 +121,7 @@ def parse_duration(text):
 
 
 def reconcile_period(annotations, variables, default=DEFAULT_PERIOD):
-    """Seconds between resyncs: the annotation ansible.operator-sdk/reconcile-period, then the
+    """Seconds between resyncs: the annotation ansible.sdk.operatorframework.io/reconcile-period, then the
     reconcile_period setting, then the default. 0 turns periodic resync off."""
     from kfocp_operator import RECONCILE_PERIOD_ANNOTATION
     value = (annotations or {}).get(RECONCILE_PERIOD_ANNOTATION)

@@ -19,7 +19,7 @@ OPERATOR_OPTIONS = {
     "reconcile_period": {
         "type": "str",
         "description": ["How often the operator re-runs the playbook to correct drift (for example 30m, 1h30m). "
-                        "The annotation ansible.operator-sdk/reconcile-period takes precedence."],
+                        "The annotation ansible.sdk.operatorframework.io/reconcile-period takes precedence."],
     },
 }
 # Role variables that act on the operator's own host: a file written, a program run. A CR editor

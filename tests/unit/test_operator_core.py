@@ -62,9 +62,9 @@ def test_a_cr_cannot_set_what_acts_on_the_operators_host(field, value):
 
 
 @pytest.mark.parametrize("annotations, variables, named", [
-    ({"ansible.operator-sdk/reconcile-period": "soon"}, {}, "the annotation ansible.operator-sdk/reconcile-period"),
-    ({"ansible.operator-sdk/reconcile-period": "5 m"}, {"reconcile_period": "5m"},
-     "the annotation ansible.operator-sdk/reconcile-period"),
+    ({"ansible.sdk.operatorframework.io/reconcile-period": "soon"}, {}, "the annotation ansible.sdk.operatorframework.io/reconcile-period"),
+    ({"ansible.sdk.operatorframework.io/reconcile-period": "5 m"}, {"reconcile_period": "5m"},
+     "the annotation ansible.sdk.operatorframework.io/reconcile-period"),
     ({}, {"reconcile_period": "1x"}, "spec.reconcilePeriod"),
 ])
 def test_a_bad_reconcile_period_names_where_it_was_set(annotations, variables, named):
@@ -102,7 +102,7 @@ def test_bad_durations(text):
 
 
 def test_reconcile_period_annotation_then_setting_then_default():
-    annotation = {"ansible.operator-sdk/reconcile-period": "2m"}
+    annotation = {"ansible.sdk.operatorframework.io/reconcile-period": "2m"}
     assert config.reconcile_period(annotation, {"reconcile_period": "5m"}) == 120
     assert config.reconcile_period({}, {"reconcile_period": "5m"}) == 300
     assert config.reconcile_period({}, {}, default=42) == 42
@@ -110,9 +110,9 @@ def test_reconcile_period_annotation_then_setting_then_default():
 
 
 @pytest.mark.parametrize("annotations, variables, field", [
-    ({"ansible.operator-sdk/reconcile-period": "1ms"}, {}, "the annotation ansible.operator-sdk/reconcile-period"),
+    ({"ansible.sdk.operatorframework.io/reconcile-period": "1ms"}, {}, "the annotation ansible.sdk.operatorframework.io/reconcile-period"),
     ({}, {"reconcile_period": "59s"}, "spec.reconcilePeriod"),
-    ({"ansible.operator-sdk/reconcile-period": "soon"}, {}, "the annotation ansible.operator-sdk/reconcile-period")])
+    ({"ansible.sdk.operatorframework.io/reconcile-period": "soon"}, {}, "the annotation ansible.sdk.operatorframework.io/reconcile-period")])
 def test_a_reconcile_period_below_the_minimum_or_malformed_names_its_field(annotations, variables, field):
     with pytest.raises(config.ConfigError) as err:
         config.reconcile_period(annotations, variables)

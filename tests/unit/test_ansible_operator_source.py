@@ -1,0 +1,68 @@
+"""kfocp's operator and operator/watches.yaml against the source of the ansible-operator that the
+project builds (github.com/operator-framework/ansible-operator-plugins at the version
+operator/hack/ansible-operator/go.mod pins), read from the Go module cache. The ansible-operator
+build (operator/hack/build.py) puts the module there; without it these tests are skipped."""
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "operator"))
+
+from kfocp_operator import RECONCILE_PERIOD_ANNOTATION  # noqa: E402
+from kfocp_operator.playbook import CR_VARIABLE, extravars  # noqa: E402
+
+GO_MOD = ROOT / "operator" / "hack" / "ansible-operator" / "go.mod"
+MODULE = "github.com/operator-framework/ansible-operator-plugins"
+
+
+@pytest.fixture(scope="module")
+def source():
+    version = re.search(r"^\s*(?:require\s+)?%s\s+(\S+)" % re.escape(MODULE), GO_MOD.read_text(), re.M).group(1)
+    env = dict(os.environ, GOPROXY="off", GOFLAGS="-mod=mod")
+    try:
+        proc = subprocess.run(["go", "mod", "download", "-json", "%s@%s" % (MODULE, version)], cwd=GO_MOD.parent,
+                              env=env, capture_output=True, text=True, timeout=120, check=False)
+    except FileNotFoundError:
+        pytest.skip("go is not installed")
+    if proc.returncode:
+        pytest.skip("%s@%s is not in the Go module cache (the ansible-operator build puts it there)" % (MODULE, version))
+    return Path(json.loads(proc.stdout)["Dir"])
+
+
+def test_the_reconcile_period_annotation_is_the_one_ansible_operator_reads(source):
+    text = (source / "internal" / "ansible" / "controller" / "reconcile.go").read_text()
+    assert re.search(r'ReconcilePeriodAnnotation = "([^"]+)"', text).group(1) == RECONCILE_PERIOD_ANNOTATION
+
+
+def _yaml_tags(text, struct):
+    body = re.search(r"type %s struct \{(.*?)\n\}" % struct, text, re.S).group(1)
+    return set(tag for tag in re.findall(r'yaml:"([^",]+)', body) if tag != "-")
+
+
+def test_watches_yaml_uses_only_keys_ansible_operator_reads(source):
+    """ansible-operator unmarshals watches.yaml into its `alias` struct: an unknown key is dropped
+    without a word, so a misspelt key would silently keep its default."""
+    text = (source / "internal" / "ansible" / "watches" / "watches.go").read_text()
+    watch_keys, finalizer_keys = _yaml_tags(text, "alias"), _yaml_tags(text, "Finalizer")
+    for watch in yaml.safe_load((ROOT / "operator" / "watches.yaml").read_text()):
+        assert set(watch) <= watch_keys, set(watch) - watch_keys
+        assert set(watch.get("finalizer") or {}) <= finalizer_keys
+
+
+def test_extravars_carry_the_keys_ansible_operator_passes(source):
+    text = (source / "internal" / "ansible" / "runner" / "runner.go").read_text()
+    assert 'parameters["ansible_operator_meta"] = map[string]string{"namespace": u.GetNamespace(), "name": u.GetName()}' \
+        in text
+    assert 'fmt.Sprintf("_%v_%v", r.GVK.Group, strings.ToLower(r.GVK.Kind))' in text
+    cr = {"apiVersion": "kfocp.io/v1alpha1", "kind": "Kubeflow", "metadata": {"name": "kf", "namespace": "ns"}}
+    out = extravars(cr, {})
+    assert out["ansible_operator_meta"] == {"name": "kf", "namespace": "ns"}
+    # escapeAnsibleKey turns the group's dots into underscores
+    assert CR_VARIABLE == "_kfocp_io_kubeflow" and out[CR_VARIABLE] == cr
