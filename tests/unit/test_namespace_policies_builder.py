@@ -176,7 +176,7 @@ def test_memberroll_keeps_the_owners_members_and_drops_only_its_own():
     ({"namespace_policies_limitrange": {"default": {"cpu": "100m"}, "defaultRequest": {"cpu": "1"}}},
      r"namespace_policies_limitrange\.defaultRequest\.cpu: 1 is larger than default\.cpu"),
     # the API server's other LimitRange rules (k8s.io/kubernetes v1.36.4 pkg/apis/core/validation
-    # ValidateLimitRange; tests/integration/test_limitrange_rules.py holds them to the API server)
+    # ValidateLimitRange; tests/integration/test_api_server_rules.py holds them to the API server)
     ({"namespace_policies_limitrange": {"maxLimitRequestRatio": {"cpu": "500m"}}},
      r"namespace_policies_limitrange\.maxLimitRequestRatio\.cpu: 500m is less than 1"),
     ({"namespace_policies_limitrange": {"min": {"cpu": "1"}, "max": {"cpu": "2"}, "maxLimitRequestRatio": {"cpu": "3"}}},

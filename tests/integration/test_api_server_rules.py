@@ -1,6 +1,8 @@
-"""The namespace_policies role refuses, before any change, exactly the LimitRange settings the API
+"""Kubernetes API server rules kfocp relies on, judged by the real API server.
+
+The namespace_policies role refuses, before any change, exactly the LimitRange settings the API
 server refuses: each row goes to the real API server as a server-side dry run of the LimitRange the
-role would write, and to the role's own check. The API server is the judge."""
+role would write, and to the role's own check."""
 import json
 
 import pytest
@@ -47,3 +49,18 @@ def role_refuses(limits):
 @pytest.mark.parametrize("limits", ROWS)
 def test_the_role_refuses_what_the_api_server_refuses(control_plane, limits):
     assert role_refuses(limits) == api_server_refuses(control_plane, "default", limits)
+
+
+def test_the_api_server_labels_every_namespace_with_its_name(control_plane, kube, instance):
+    """The auth and serverless NetworkPolicies select namespaces by kubernetes.io/metadata.name
+    (builders/auth.py, builders/serverless.NAME_LABEL), which the API server itself sets to the
+    namespace's name (k8s.io/kubernetes pkg/registry/core/namespace/strategy.go)."""
+    from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import serverless
+
+    obj = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": instance}}
+    control_plane.kubectl("create", "-f", "-", input=json.dumps(obj))
+    try:
+        labels = kube.get(kube.resource("v1", "Namespace"), instance)["metadata"]["labels"]
+        assert labels[serverless.NAME_LABEL] == instance
+    finally:
+        control_plane.kubectl("delete", "namespace", instance, "--wait=false")
