@@ -75,3 +75,48 @@ def test_a_grant_names_the_scc_just_before_it_in_that_order(spec, scc, before):
     grants = m.derive_scc([obj], uid_range={"start": 1000660000, "size": 10000})
     assert [g["scc"] for g in grants] == [scc]
     assert grants[0]["reason"].startswith(before + " refuses:"), grants[0]["reason"]
+
+
+# SCC admission's seccomp strategy (openshift/apiserver-library-go
+# pkg/securitycontextconstraints/seccomp/strategy.go at a8019f39f6708878cbb42101693940ed4817ab82)
+# still reads the seccomp annotations: the pod's annotation wins over the pod's field, and a
+# container's field wins over the container's annotation, which wins over the pod's profile. An
+# SCC without seccompProfiles (anyuid, hostmount-anyuid) refuses any profile ("seccomp may not be
+# set"); restricted-v2 allows runtime/default (and docker/default) only.
+POD_ANNOTATION = "seccomp.security.alpha.kubernetes.io/pod"
+CONTAINER_ANNOTATION = "container.seccomp.security.alpha.kubernetes.io/"
+
+
+def _workload(ctx=None, pod_ctx=None, annotations=None):
+    container = {"name": "main", "securityContext": dict(ctx or {})}
+    spec = {"serviceAccountName": "s", "containers": [container], "securityContext": dict(pod_ctx or {})}
+    meta = {"annotations": dict(annotations)} if annotations else {}
+    return {"kind": "Deployment", "metadata": {"name": "w", "namespace": "ns"},
+            "spec": {"template": {"metadata": meta, "spec": spec}}}
+
+
+@pytest.mark.parametrize("obj,scc,field", [
+    # root with a seccomp annotation: anyuid may not have one set, only privileged admits it (the
+    # SCC just before privileged, hostnetwork-v2, refuses the UID)
+    (_workload(pod_ctx={"runAsUser": 0}, annotations={POD_ANNOTATION: "runtime/default"}), "privileged",
+     "spec.securityContext.runAsUser"),
+    # an unconfined pod annotation: only privileged (seccompProfiles "*")
+    (_workload(annotations={POD_ANNOTATION: "unconfined"}), "privileged", "metadata.annotations[%s]" % POD_ANNOTATION),
+    # the pod's annotation wins over its field
+    (_workload(pod_ctx={"seccompProfile": {"type": "RuntimeDefault"}}, annotations={POD_ANNOTATION: "unconfined"}),
+     "privileged", "metadata.annotations[%s]" % POD_ANNOTATION),
+    # a container's annotation counts when it has no field
+    (_workload(annotations={CONTAINER_ANNOTATION + "main": "localhost/custom.json"}), "privileged",
+     "metadata.annotations[%s]" % (CONTAINER_ANNOTATION + "main")),
+    # a container's field wins over its annotation
+    (_workload(ctx={"seccompProfile": {"type": "RuntimeDefault"}},
+               annotations={CONTAINER_ANNOTATION + "main": "unconfined"}), None, None),
+    # docker/default is runtime/default
+    (_workload(annotations={POD_ANNOTATION: "docker/default"}), None, None),
+])
+def test_scc_admission_reads_the_seccomp_annotations(obj, scc, field):
+    grants = m.derive_scc([obj], uid_range={"start": 1000660000, "size": 10000})
+    if scc is None:
+        assert grants == []
+        return
+    assert [g["scc"] for g in grants] == [scc] and field in grants[0]["reason"], grants

@@ -68,6 +68,17 @@ def pod_spec(obj):
     return (spec.get("template") or {}).get("spec")
 
 
+def pod_meta(obj):
+    """The pod template metadata of a workload, read only ({} when missing)."""
+    kind = obj.get("kind")
+    spec = obj.get("spec") or {}
+    if kind == "Pod":
+        return obj.get("metadata") or {}
+    if kind == "CronJob":
+        spec = ((spec.get("jobTemplate") or {}).get("spec") or {})
+    return (spec.get("template") or {}).get("metadata") or {}
+
+
 def pod_template_meta(obj):
     """The pod template metadata of a workload, created when missing (callers pass a copy)."""
     kind = obj.get("kind")
@@ -738,7 +749,9 @@ def derive_scc(objs, uid_range=None):
         if spec is None:
             continue
         account = spec.get("serviceAccountName") or spec.get("serviceAccount") or "default"
-        pods.setdefault((_ns(obj) or "default", account), []).append(("%s %s" % (obj["kind"], _name(obj)), spec))
+        annotations = pod_meta(obj).get("annotations") or {}
+        pods.setdefault((_ns(obj) or "default", account), []).append(("%s %s" % (obj["kind"], _name(obj)), spec,
+                                                                      annotations))
     grants = []
     for (namespace, account), specs in sorted(pods.items()):
         scc, refused = scc_policies.least_privileged(specs, uid_range or None)
@@ -802,13 +815,7 @@ def derive_pod_security(objs, namespaces, setting="auto"):
         spec = pod_spec(obj)
         if spec is None or _ns(obj) not in needs:
             continue
-        meta = ((obj.get("spec") or {}).get("template") or {}).get("metadata") or {}
-        if obj.get("kind") == "CronJob":
-            meta = (((obj["spec"].get("jobTemplate") or {}).get("spec") or {}).get("template") or {}).get(
-                "metadata") or {}
-        elif obj.get("kind") == "Pod":
-            meta = obj.get("metadata") or {}
-        level, reasons = pod_security.least_level(spec, meta, openshift=True)
+        level, reasons = pod_security.least_level(spec, pod_meta(obj), openshift=True)
         needs[_ns(obj)].append(("%s %s" % (obj["kind"], _name(obj)), level, reasons))
     result = {}
     for namespace, workloads in sorted(needs.items()):

@@ -10,7 +10,8 @@ strategies against a pod spec the way OpenShift's SCC admission validates it
 (openshift/apiserver-library-go pkg/securitycontextconstraints): privileged containers,
 privilege escalation, added capabilities, host network/PID/IPC and host ports, volume types and
 hostPath, runAsUser (MustRunAsRange, MustRunAsNonRoot, RunAsAny), SELinux, fsGroup and
-supplementalGroups (MustRunAs within the namespace's range, RunAsAny), and seccomp profiles.
+supplementalGroups (MustRunAs within the namespace's range, RunAsAny), and seccomp profiles (the
+fields and the seccomp annotations, which SCC admission still reads).
 runAsGroup is read too, but no SCC has a strategy for it, so it never decides.
 
 `least_privileged()` walks ORDER, OpenShift's own order of restrictiveness, and returns the first
@@ -75,6 +76,10 @@ ORDER = ("restricted-v2", "nonroot-v2", "anyuid", "hostmount-anyuid", "hostnetwo
 DEFAULT = "restricted-v2"
 
 _SECCOMP = {"RuntimeDefault": "runtime/default", "Unconfined": "unconfined"}
+# The seccomp annotations SCC admission still reads (apiserver-library-go seccomp/strategy.go): the
+# pod's wins over its field, a container's field over the container's annotation.
+SECCOMP_POD_ANNOTATION = "seccomp.security.alpha.kubernetes.io/pod"
+SECCOMP_CONTAINER_ANNOTATION = "container.seccomp.security.alpha.kubernetes.io/"
 
 
 def _containers(spec):
@@ -122,12 +127,41 @@ def _volume_type(volume):
     return next((key for key in sorted(volume) if key != "name"), "")
 
 
-def refusals(name, spec, uid_range=None, group_range=None):
+def _seccomp_refusals(scc, spec, pod, annotations):
+    """The seccomp profiles of the pod and of each container, as the SCC seccomp strategy reads
+    them (pod: its annotation, else its field; a container: its field, else its annotation, else
+    the pod's), checked against the SCC: [(field path, why)]."""
+    found = []
+    pod_key = "metadata.annotations[%s]" % SECCOMP_POD_ANNOTATION
+    if annotations.get(SECCOMP_POD_ANNOTATION):
+        where, profile = pod_key, annotations[SECCOMP_POD_ANNOTATION]
+    else:
+        where, profile = "spec.securityContext.seccompProfile", _seccomp(pod.get("seccompProfile"))
+    why = _seccomp_refusal(scc, profile)
+    if why:
+        found.append((where, why))
+    for path, container in _containers(spec):
+        ctx = container.get("securityContext") or {}
+        key = SECCOMP_CONTAINER_ANNOTATION + str(container.get("name", ""))
+        if "seccompProfile" in ctx:
+            where, profile = "spec.%s.securityContext.seccompProfile" % path, _seccomp(ctx.get("seccompProfile"))
+        elif key in annotations:
+            where, profile = "metadata.annotations[%s]" % key, annotations[key]
+        else:
+            continue  # the pod's profile, checked above
+        why = _seccomp_refusal(scc, profile)
+        if why:
+            found.append((where, why))
+    return found
+
+
+def refusals(name, spec, uid_range=None, group_range=None, annotations=None):
     """Why SCC `name` would not admit a pod with this spec: [(field path, why)]; [] admits it.
 
     `uid_range` and `group_range` ({start, size}) are the namespace's UID and supplemental group
     ranges (OpenShift annotates each namespace with them; the group range is the UID range unless
-    set otherwise). Unknown (None or {}): a fixed value is taken to be outside."""
+    set otherwise). Unknown (None or {}): a fixed value is taken to be outside. `annotations` are
+    the pod's, for the seccomp annotations SCC admission reads."""
     scc = SCCS[name]
     group_range = group_range if group_range is not None else uid_range
     found = []
@@ -153,9 +187,7 @@ def refusals(name, spec, uid_range=None, group_range=None):
                               "%d is %s" % (group, _range_text(group_range))))
     if scc["seLinuxContext"] == "MustRunAs" and pod.get("seLinuxOptions"):
         found.append(("spec.securityContext.seLinuxOptions", "only the namespace's SELinux context is allowed"))
-    why = _seccomp_refusal(scc, _seccomp(pod.get("seccompProfile")))
-    if why:
-        found.append(("spec.securityContext.seccompProfile", why))
+    found += _seccomp_refusals(scc, spec, pod, annotations or {})
     for where, container in _containers(spec):
         ctx = container.get("securityContext") or {}
         path = "spec.%s.securityContext" % where
@@ -182,10 +214,6 @@ def refusals(name, spec, uid_range=None, group_range=None):
                 found.append((path + ".runAsNonRoot", "false without a non-root runAsUser is not allowed"))
         if scc["seLinuxContext"] == "MustRunAs" and ctx.get("seLinuxOptions"):
             found.append((path + ".seLinuxOptions", "only the namespace's SELinux context is allowed"))
-        if "seccompProfile" in ctx:
-            why = _seccomp_refusal(scc, _seccomp(ctx.get("seccompProfile")))
-            if why:
-                found.append((path + ".seccompProfile", why))
     return _unique(found)
 
 
@@ -200,11 +228,12 @@ def _unique(items):
 
 def least_privileged(pods, uid_range=None, group_range=None):
     """The least privileged SCC (in ORDER) that admits every pod, and the refusals of the SCC just
-    before it: (scc, [(pod label, field path, why)]). `pods` is [(label, pod spec)]."""
+    before it: (scc, [(pod label, field path, why)]). `pods` is [(label, pod spec)] or
+    [(label, pod spec, pod annotations)]."""
     previous = []
     for name in ORDER:
-        refused = [(label, field, why) for label, spec in pods
-                   for field, why in refusals(name, spec, uid_range, group_range)]
+        refused = [(pod[0], field, why) for pod in pods
+                   for field, why in refusals(name, pod[1], uid_range, group_range, pod[2] if len(pod) > 2 else None)]
         if not refused:
             return name, previous
         previous = refused
