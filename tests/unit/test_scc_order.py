@@ -120,3 +120,18 @@ def test_scc_admission_reads_the_seccomp_annotations(obj, scc, field):
         assert grants == []
         return
     assert [g["scc"] for g in grants] == [scc] and field in grants[0]["reason"], grants
+
+
+# SCC admission's sysctl strategy (apiserver-library-go pkg/securitycontextconstraints/sysctl/
+# mustmatchpatterns.go, Validate, at a8019f39f6708878cbb42101693940ed4817ab82): a safe sysctl is
+# allowed by every SCC; any other only where allowedUnsafeSysctls lists it (privileged: "*").
+@pytest.mark.parametrize("sysctl,scc", [
+    ("net.ipv4.tcp_keepalive_time", None),
+    ("net.ipv4.ip_local_reserved_ports", None),
+    ("net.core.somaxconn", "privileged"),
+    ("kernel.msgmax", "privileged"),
+])
+def test_scc_admission_allows_only_safe_sysctls_below_privileged(sysctl, scc):
+    obj = _workload(pod_ctx={"sysctls": [{"name": sysctl, "value": "1"}]})
+    grants = m.derive_scc([obj], uid_range={"start": 1000660000, "size": 10000})
+    assert [g["scc"] for g in grants] == ([scc] if scc else [])

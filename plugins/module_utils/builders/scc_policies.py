@@ -10,8 +10,8 @@ strategies against a pod spec the way OpenShift's SCC admission validates it
 (openshift/apiserver-library-go pkg/securitycontextconstraints): privileged containers,
 privilege escalation, added capabilities, host network/PID/IPC and host ports, volume types and
 hostPath, runAsUser (MustRunAsRange, MustRunAsNonRoot, RunAsAny), SELinux, fsGroup and
-supplementalGroups (MustRunAs within the namespace's range, RunAsAny), and seccomp profiles (the
-fields and the seccomp annotations, which SCC admission still reads).
+supplementalGroups (MustRunAs within the namespace's range, RunAsAny), seccomp profiles (the
+fields and the seccomp annotations, which SCC admission still reads), and sysctls.
 runAsGroup is read too, but no SCC has a strategy for it, so it never decides.
 
 `least_privileged()` walks ORDER, OpenShift's own order of restrictiveness, and returns the first
@@ -36,37 +36,42 @@ SCCS = {
         "allowHostNetwork": False, "allowHostPID": False, "allowHostIPC": False, "allowHostPorts": False,
         "allowHostDirVolumePlugin": False, "volumes": list(_RESTRICTED_VOLUMES),
         "runAsUser": "MustRunAsRange", "seLinuxContext": "MustRunAs", "fsGroup": "MustRunAs",
-        "supplementalGroups": "RunAsAny", "seccompProfiles": ["runtime/default"]},
+        "supplementalGroups": "RunAsAny", "seccompProfiles": ["runtime/default"],
+        "allowedUnsafeSysctls": None},
     "hostnetwork-v2": {
         "allowPrivilegedContainer": False, "allowPrivilegeEscalation": False, "allowedCapabilities": ["NET_BIND_SERVICE"],
         "allowHostNetwork": True, "allowHostPID": False, "allowHostIPC": False, "allowHostPorts": True,
         "allowHostDirVolumePlugin": False, "volumes": list(_RESTRICTED_VOLUMES),
         "runAsUser": "MustRunAsRange", "seLinuxContext": "MustRunAs", "fsGroup": "MustRunAs",
-        "supplementalGroups": "MustRunAs", "seccompProfiles": ["runtime/default"]},
+        "supplementalGroups": "MustRunAs", "seccompProfiles": ["runtime/default"],
+        "allowedUnsafeSysctls": None},
     "nonroot-v2": {
         "allowPrivilegedContainer": False, "allowPrivilegeEscalation": False, "allowedCapabilities": ["NET_BIND_SERVICE"],
         "allowHostNetwork": False, "allowHostPID": False, "allowHostIPC": False, "allowHostPorts": False,
         "allowHostDirVolumePlugin": False, "volumes": list(_RESTRICTED_VOLUMES),
         "runAsUser": "MustRunAsNonRoot", "seLinuxContext": "MustRunAs", "fsGroup": "RunAsAny",
-        "supplementalGroups": "RunAsAny", "seccompProfiles": ["runtime/default"]},
+        "supplementalGroups": "RunAsAny", "seccompProfiles": ["runtime/default"],
+        "allowedUnsafeSysctls": None},
     "anyuid": {
         "allowPrivilegedContainer": False, "allowPrivilegeEscalation": True, "allowedCapabilities": None,
         "allowHostNetwork": False, "allowHostPID": False, "allowHostIPC": False, "allowHostPorts": False,
         "allowHostDirVolumePlugin": False, "volumes": list(_RESTRICTED_VOLUMES),
         "runAsUser": "RunAsAny", "seLinuxContext": "MustRunAs", "fsGroup": "RunAsAny",
-        "supplementalGroups": "RunAsAny", "seccompProfiles": None},
+        "supplementalGroups": "RunAsAny", "seccompProfiles": None,
+        "allowedUnsafeSysctls": None},
     "hostmount-anyuid": {
         "allowPrivilegedContainer": False, "allowPrivilegeEscalation": True, "allowedCapabilities": None,
         "allowHostNetwork": False, "allowHostPID": False, "allowHostIPC": False, "allowHostPorts": False,
         "allowHostDirVolumePlugin": True, "volumes": sorted(_RESTRICTED_VOLUMES + ("hostPath", "nfs")),
         "runAsUser": "RunAsAny", "seLinuxContext": "MustRunAs", "fsGroup": "RunAsAny",
-        "supplementalGroups": "RunAsAny", "seccompProfiles": None},
+        "supplementalGroups": "RunAsAny", "seccompProfiles": None,
+        "allowedUnsafeSysctls": None},
     "privileged": {
         "allowPrivilegedContainer": True, "allowPrivilegeEscalation": True, "allowedCapabilities": ["*"],
         "allowHostNetwork": True, "allowHostPID": True, "allowHostIPC": True, "allowHostPorts": True,
         "allowHostDirVolumePlugin": True, "volumes": ["*"],
         "runAsUser": "RunAsAny", "seLinuxContext": "RunAsAny", "fsGroup": "RunAsAny",
-        "supplementalGroups": "RunAsAny", "seccompProfiles": ["*"]},
+        "supplementalGroups": "RunAsAny", "seccompProfiles": ["*"], "allowedUnsafeSysctls": ["*"]},
 }
 # Least privileged first, by SCC admission's points (restricted-v2 132010, nonroot-v2 142010,
 # anyuid 154950, hostmount-anyuid 254950, hostnetwork-v2 1332010, privileged 3089000; admission
@@ -75,6 +80,14 @@ SCCS = {
 ORDER = ("restricted-v2", "nonroot-v2", "anyuid", "hostmount-anyuid", "hostnetwork-v2", "privileged")
 DEFAULT = "restricted-v2"
 
+# The sysctls every SCC allows (apiserver-library-go sysctl/mustmatchpatterns.go: the legacy safe
+# list and the three a kernel of 4.15 or later namespaces); others only where allowedUnsafeSysctls
+# lists them.
+SAFE_SYSCTLS = frozenset((
+    "kernel.shm_rmid_forced", "net.ipv4.ip_local_port_range", "net.ipv4.tcp_syncookies", "net.ipv4.ping_group_range",
+    "net.ipv4.ip_unprivileged_port_start", "net.ipv4.tcp_keepalive_time", "net.ipv4.tcp_fin_timeout",
+    "net.ipv4.tcp_keepalive_intvl", "net.ipv4.tcp_keepalive_probes", "net.ipv4.ip_local_reserved_ports",
+    "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem"))
 _SECCOMP = {"RuntimeDefault": "runtime/default", "Unconfined": "unconfined"}
 # The seccomp annotations SCC admission still reads (apiserver-library-go seccomp/strategy.go): the
 # pod's wins over its field, a container's field over the container's annotation.
@@ -155,6 +168,10 @@ def _seccomp_refusals(scc, spec, pod, annotations):
     return found
 
 
+def _unsafe_sysctl_allowed(scc, name):
+    return any(name.startswith(p[:-1]) if p.endswith("*") else name == p for p in scc["allowedUnsafeSysctls"] or [])
+
+
 def refusals(name, spec, uid_range=None, group_range=None, annotations=None):
     """Why SCC `name` would not admit a pod with this spec: [(field path, why)]; [] admits it.
 
@@ -188,6 +205,10 @@ def refusals(name, spec, uid_range=None, group_range=None, annotations=None):
     if scc["seLinuxContext"] == "MustRunAs" and pod.get("seLinuxOptions"):
         found.append(("spec.securityContext.seLinuxOptions", "only the namespace's SELinux context is allowed"))
     found += _seccomp_refusals(scc, spec, pod, annotations or {})
+    for index, sysctl in enumerate(pod.get("sysctls") or []):
+        sysctl_name = str((sysctl or {}).get("name", ""))
+        if sysctl_name not in SAFE_SYSCTLS and not _unsafe_sysctl_allowed(scc, sysctl_name):
+            found.append(("spec.securityContext.sysctls[%d]" % index, "unsafe sysctl %s is not allowed" % sysctl_name))
     for where, container in _containers(spec):
         ctx = container.get("securityContext") or {}
         path = "spec.%s.securityContext" % where
