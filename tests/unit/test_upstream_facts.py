@@ -135,3 +135,18 @@ def test_a_bad_uid_range_points_at_the_namespace_annotation_openshift_writes():
         assert UID_RANGE_ANNOTATION in str(err)
     else:
         raise AssertionError("a bad range was accepted")
+
+
+# kubeflow/manifests v1.10.2, rendered: profiles-config USERID_HEADER/USERID_PREFIX,
+# centraldashboard-parameters CD_USERID_*, the web apps' *_USERID_*, ml-pipeline and ml-pipeline-ui
+# KUBEFLOW_USERID_*: every component reads the user from this header, with no prefix
+USERID_HEADER, USERID_PREFIX = "kubeflow-userid", ""
+
+
+def test_the_user_header_is_the_one_every_kubeflow_component_reads():
+    from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import profiles
+
+    defaults = yaml.safe_load((ROOT / "roles" / "profiles" / "defaults" / "main.yml").read_text())
+    assert (profiles.DEFAULTS["profiles_userid_header"], profiles.DEFAULTS["profiles_userid_prefix"]) == \
+        (USERID_HEADER, USERID_PREFIX)
+    assert (defaults["profiles_userid_header"], defaults["profiles_userid_prefix"]) == (USERID_HEADER, USERID_PREFIX)
