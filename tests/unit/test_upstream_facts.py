@@ -150,3 +150,17 @@ def test_the_user_header_is_the_one_every_kubeflow_component_reads():
     assert (profiles.DEFAULTS["profiles_userid_header"], profiles.DEFAULTS["profiles_userid_prefix"]) == \
         (USERID_HEADER, USERID_PREFIX)
     assert (defaults["profiles_userid_header"], defaults["profiles_userid_prefix"]) == (USERID_HEADER, USERID_PREFIX)
+
+
+# k8s.io/kubernetes v1.36.4 plugin/pkg/admission/serviceaccount/admission.go: the service account
+# volume is mounted at DefaultAPITokenMountPath and holds the pod's namespace in the file "namespace"
+SERVICE_ACCOUNT_MOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+
+def test_the_operator_reads_its_namespace_where_the_service_account_volume_puts_it():
+    import sys
+
+    sys.path.insert(0, str(ROOT / "operator"))
+    from kfocp_operator import main
+
+    assert str(main.SA_NAMESPACE) == SERVICE_ACCOUNT_MOUNT + "/namespace"
