@@ -220,8 +220,8 @@ def test_clones_pass_machine_api_operators_defaulting_and_validation(platform, i
 
 @pytest.mark.parametrize("instance_type, gcp_gpu, message", [
     ("n1-standard-8", None, r"gpu_machinesets\[0\].gcp_gpu: is required: the GCP machine type n1-standard-8 has no GPU"),
-    ("a2-highgpu-1g", {"type": "nvidia-tesla-a100"}, r"gpu_machinesets\[0\].gcp_gpu: cannot be given: the GCP machine "
-                                                      r"type a2-highgpu-1g has its GPUs built in"),
+    ("a2-highgpu-1g", {"type": "nvidia-tesla-a100"},
+     r"gpu_machinesets\[0\].gcp_gpu: cannot be given: the GCP machine type a2-highgpu-1g has its GPUs built in"),
     ("n1-standard-8", {"count": 1}, r"gpu_machinesets\[0\].gcp_gpu.type: is required"),
     ("n1-standard-8", {"type": "nvidia-tesla-t4", "count": 0}, r"gpu_machinesets\[0\].gcp_gpu.count: must be"),
 ])
