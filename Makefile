@@ -31,7 +31,7 @@ $(COLLECTION_LINK):
 venv: $(BIN)/.installed $(COLLECTION_LINK)
 
 build: venv
-	$(BIN)/python hack/cluster.py build --workloads
+	$(BIN)/python hack/cluster.py build --workloads --judges
 
 # istioctl, for the tests that run its analyzers (a long build the first time; cached)
 istioctl: venv

@@ -6,6 +6,7 @@ The binaries are built from their Go modules (hack/kube/go.mod, hack/etcd/go.mod
 cached by version under ~/.cache/kfocp/bin/. Nothing is downloaded but Go modules.
 
     python hack/cluster.py build                 # build (or reuse) the binaries
+    python hack/cluster.py build --judges        # ... and OpenShift's CRDs and judges (hack/openshift)
     python hack/cluster.py up [--dir DIR]        # start, install CRDs and OpenShift built-ins
     python hack/cluster.py up --workloads        # ... and run Pods on two simulated worker nodes
     python hack/cluster.py down [--dir DIR]      # stop, leave no process behind
@@ -22,6 +23,7 @@ import base64
 import contextlib
 import datetime
 import fcntl
+import hashlib
 import json
 import os
 import re
@@ -220,6 +222,70 @@ def kwok_stages(dest: Path) -> Path:
     tmp.write_text("\n---\n".join(doc.strip() for doc in docs) + "\n")
     tmp.rename(path)
     return path
+
+
+# OpenShift's own code, pinned in hack/openshift/go.mod: the CRD manifests its modules ship (in
+# place of hand-written ones), and the programs that judge kfocp's objects with OpenShift's code
+# (tests/judges.py): oauth-proxy's --openshift-sar as openshift-apiserver reads it, and the
+# admission checks of cluster-autoscaler-operator and machine-api-operator.
+OPENSHIFT = HACK / "openshift"
+OPENSHIFT_CRDS = {
+    "github.com/openshift/api": (
+        "security/v1/zz_generated.crd-manifests/0000_03_config-operator_01_securitycontextconstraints.crd.yaml",
+        "route/v1/zz_generated.crd-manifests/routes.crd.yaml",
+        "machine/v1beta1/zz_generated.crd-manifests/0000_10_machine-api_01_machinesets-Default.crd.yaml",
+        "config/v1/zz_generated.crd-manifests/0000_00_cluster-version-operator_01_clusterversions-Default.crd.yaml",
+    ),
+    "github.com/openshift/cluster-autoscaler-operator": (
+        "install/01_clusterautoscaler.crd.yaml",
+        "install/02_machineautoscaler.crd.yaml",
+    ),
+}
+JUDGES = {"openshift-sar": "./cmd/openshift-sar", "cao-judge": "./cmd/cao-judge", "mao-judge": "./cmd/mao-judge"}
+
+
+def _module_dir(module: str, version: str) -> Path:
+    """The directory of `module`@`version` in the Go module cache (downloaded when missing)."""
+    proc = subprocess.run(["go", "mod", "download", "-json", f"{module}@{version}"],
+                          capture_output=True, text=True, check=False, cwd=OPENSHIFT)
+    if proc.returncode:
+        raise ClusterError(f"cannot download {module}@{version}: {(proc.stdout + proc.stderr)[-2000:]}")
+    return Path(json.loads(proc.stdout)["Dir"])
+
+
+def openshift_crds() -> list[Path]:
+    """OpenShift's CRD manifests, copied from their modules (the versions of hack/openshift/go.mod)
+    into the cache."""
+    gomod = OPENSHIFT / "go.mod"
+    versions = {module: module_version(gomod, module) for module in OPENSHIFT_CRDS}
+    dest = cache_root() / ("openshift-crds-" + _digest("".join(f"{m}@{v}" for m, v in sorted(versions.items()))))
+    files = [dest / Path(path).name for paths in OPENSHIFT_CRDS.values() for path in paths]
+    if all(path.exists() for path in files):
+        return files
+    with _lock(dest.parent / f".{dest.name}.lock"):
+        if not all(path.exists() for path in files):
+            tmp = dest.parent / f".{dest.name}.tmp"
+            shutil.rmtree(tmp, ignore_errors=True)
+            tmp.mkdir(parents=True)
+            for module, paths in OPENSHIFT_CRDS.items():
+                source = _module_dir(module, versions[module])
+                for path in paths:
+                    shutil.copyfile(source / path, tmp / Path(path).name)
+            shutil.rmtree(dest, ignore_errors=True)
+            tmp.rename(dest)
+    return files
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def build_judges() -> dict[str, Path]:
+    """Build or reuse the judges of hack/openshift (cached by the digest of its go.mod and sources)."""
+    sources = sorted([OPENSHIFT / "go.mod", OPENSHIFT / "go.sum", *OPENSHIFT.glob("cmd/*/*.go")])
+    digest = _digest("".join(path.read_text() for path in sources))
+    dest = go_build(OPENSHIFT, JUDGES, cache_root() / f"openshift-judges-{digest}")
+    return {name: dest / name for name in JUDGES}
 
 
 def build() -> dict[str, Path]:
@@ -519,7 +585,7 @@ class ControlPlane:
 
     # -- CRDs and OpenShift built-ins
     def crd_files(self, mesh_flavour: str = "ossm2") -> list[Path]:
-        files = sorted(CRD_DIR.glob("*.yaml"))
+        files = openshift_crds() + sorted(CRD_DIR.glob("*.yaml"))
         if mesh_flavour in ("ossm2", "istio"):
             files += sorted((CRD_DIR / mesh_flavour).glob("*.yaml"))
         return files
@@ -755,6 +821,8 @@ def main(argv=None) -> int:
     build_cmd = sub.add_parser("build", help="build or reuse the binaries and print their paths")
     build_cmd.add_argument("--workloads", action="store_true", help="also kube-scheduler and kwok")
     build_cmd.add_argument("--istioctl", action="store_true", help="also istioctl (a long build)")
+    build_cmd.add_argument("--judges", action="store_true",
+                           help="also OpenShift's CRDs and the judges built from OpenShift's code (hack/openshift)")
     up = sub.add_parser("up", help="start the control plane and install the CRDs and built-ins")
     up.add_argument("--no-install", action="store_true", help="start only; install no CRD")
     up.add_argument("--mesh", default="ossm2", choices=["ossm2", "istio"], help="which Istio CRD versions to serve")
@@ -776,6 +844,8 @@ def main(argv=None) -> int:
             built = dict(build(), **(build_workloads() if args.workloads else {}))
             if args.istioctl:
                 built["istioctl"] = build_istioctl()
+            if args.judges:
+                built.update(build_judges(), **{"openshift-crds": openshift_crds()[0].parent})
             for name, path in built.items():
                 print(f"{name}\t{path}")
         elif args.command == "up":

@@ -189,6 +189,17 @@ def subject_access_review(kube, user, groups, verb, resource, api_group="", name
     return bool(answer["status"].get("allowed")), answer["status"].get("reason", "")
 
 
+def oauth_proxy_lets_in(kube, openshift_sar, user, groups):
+    """Whether oauth-proxy, with `--openshift-sar=<openshift_sar>`, lets `user` (in `groups`, and
+    system:authenticated) in: the flag read as OpenShift reads it (tests/judges.py), asked of the API
+    server's authorizer. (allowed, reason)."""
+    # imported here: it builds OpenShift's judges on first use
+    import judges  # pylint: disable=import-outside-toplevel
+    review, _dropped = judges.openshift_sar(openshift_sar, user, list(groups) + ["system:authenticated"])
+    answer = kube.request("POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", body=review)
+    return bool(answer["status"].get("allowed")), answer["status"].get("reason", "")
+
+
 def mesh_vars(flavour, instance):
     """The service_mesh role's variables for one flavour of an instance's own mesh (an existing
     mesh: istio-system's istio-ingressgateway)."""

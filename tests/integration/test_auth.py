@@ -4,7 +4,7 @@ import base64
 import pytest
 
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import mesh as mesh_builder
-from helpers import ROOT
+from helpers import ROOT, oauth_proxy_lets_in
 
 ROLES = str(ROOT / "tests" / "fixtures" / "playbooks" / "roles.yml")
 
@@ -39,6 +39,13 @@ def test_auth_objects_stable_secret_never_logged(playbook, kube, instance):
     assert service["metadata"]["annotations"]["service.beta.openshift.io/serving-cert-secret-name"]
     args = get(kube, "apps/v1", "Deployment", "kubeflow-oauth-proxy", instance)["spec"]["template"]["spec"]["containers"][0]["args"]
     assert "--upstream=http://kubeflow-ingressgateway.%s.svc.cluster.local:80" % instance in args
+    # oauth-proxy asks OpenShift the review of --openshift-sar: the Role kfocp grants lets in the
+    # users group, and only it
+    sar = dict(a.split("=", 1) for a in args if "=" in a)["--openshift-sar"]
+    assert oauth_proxy_lets_in(kube, sar, "alice", ["system:authenticated:oauth"]) == (
+        True, 'RBAC: allowed by RoleBinding "kubeflow-oauth-proxy-users/%s" of Role "kubeflow-oauth-proxy-users" '
+        'to Group "system:authenticated:oauth"' % instance)
+    assert oauth_proxy_lets_in(kube, sar, "robot", [])[0] is False
     ef = get(kube, "networking.istio.io/v1alpha3", "EnvoyFilter", "kfocp-kubeflow-userid", instance)
     lua = ef["spec"]["configPatches"][0]["patch"]["value"]["typed_config"]["inlineCode"]
     assert 'headers:remove("kubeflow-userid")' in lua

@@ -1,5 +1,6 @@
 """The autoscaler role through site.yml against the real API server."""
 from helpers import only_roles
+from judges import cluster_autoscaler_operator
 
 
 def extravars(instance, **more):
@@ -30,6 +31,13 @@ def test_autoscaler_converges_prunes_the_watermark_and_is_idempotent(playbook, k
         "apiVersion": "machine.openshift.io/v1beta1", "kind": "MachineSet", "name": "%s-a10g" % instance}}
     assert get(kube, "autoscaling.openshift.io/v1beta1", "MachineAutoscaler", "%s-fixed" % instance,
                "openshift-machine-api") is None
+    # cluster-autoscaler-operator's own validation accepts both, and gives the autoscaler a GPU
+    # limit per accelerator label value
+    verdict = cluster_autoscaler_operator(ca, [ma])
+    assert verdict["clusterAutoscaler"]["errors"] == [] and verdict["clusterAutoscaler"]["warnings"] == []
+    assert [a for a in verdict["clusterAutoscaler"]["args"] if a.startswith("--gpu-total=")] == [
+        "--gpu-total=nvidia-a10g:0:16", "--gpu-total=nvidia-l4:0:16"]
+    assert verdict["machineAutoscalers"] == [{"name": "%s-a10g" % instance, "errors": [], "warnings": []}]
     assert get(kube, "scheduling.k8s.io/v1", "PriorityClass", "%s-training" % instance)["value"] == 10000
     assert get(kube, "redhatcop.redhat.io/v1alpha1", "NodeScalingWatermark", "ai-ml", "proactive-node-scaling-operator") \
         is None

@@ -15,7 +15,7 @@ from ansible_collections.kfocp.kubeflow.plugins.module_utils import authz
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import mesh
 from cluster import build_workloads
 import standins
-from helpers import ROOT, components_only, mesh_vars, play_kfam_add_contributor, subject_access_review
+from helpers import ROOT, components_only, mesh_vars, oauth_proxy_lets_in, play_kfam_add_contributor
 
 
 # Roles of one flavour, in one play; the cluster-scoped fixture objects (CRDs, ClusterRoles) have fixed names.
@@ -217,7 +217,6 @@ def test_who_reaches_a_tenants_notebook(playbook, kube, control_plane, instance,
         proxy = get(kube, "apps/v1", "Deployment", route["spec"]["to"]["name"], info["namespace"])
         proxy_pod = {"namespace": info["namespace"], "labels": proxy["spec"]["template"]["metadata"]["labels"]}
         args = dict(a.split("=", 1) for a in proxy["spec"]["template"]["spec"]["containers"][0]["args"])
-        sar = json.loads(args["--openshift-sar"])
         assert args["--upstream"] == "http://%s.%s.svc.cluster.local:80" % (info["service"], info["namespace"])
         lua = get(kube, "networking.istio.io/v1alpha3", "EnvoyFilter", "kfocp-kubeflow-userid",
                   info["namespace"])["spec"]["configPatches"][0]["patch"]["value"]["typed_config"]["inlineCode"]
@@ -226,8 +225,7 @@ def test_who_reaches_a_tenants_notebook(playbook, kube, control_plane, instance,
 
         def through_the_route(user, groups, headers):
             """A browser request through the Route: (reached the notebook as, where it stopped)."""
-            allowed, _reason = subject_access_review(kube, user, groups, sar["verb"], sar["resource"],
-                                                     sar.get("group", ""), sar.get("namespace"), sar.get("name"))
+            allowed, _reason = oauth_proxy_lets_in(kube, args["--openshift-sar"], user, groups)
             if not allowed:
                 return None, "oauth-proxy: 403"
             # oauth-proxy sets x-forwarded-user to the user it logged in, whatever the client sent

@@ -1,11 +1,15 @@
-"""Table tests of the autoscaler builder."""
+"""Table tests of the autoscaler builder; cluster-autoscaler-operator's own code (tests/judges.py)
+judges what it builds."""
+import re
+
 import pytest
 
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import autoscaler
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.objects import DefinitionError
+from judges import cluster_autoscaler_operator
 
 CLUSTER = {"max_nodes_total": 24, "cores": {"min": 8, "max": 512}, "memory_gib": {"min": 32, "max": 4096},
-           "gpus": [{"type": "nvidia.com/gpu", "min": 0, "max": 16}],
+           "gpus": [{"type": "nvidia-a10g", "min": 0, "max": 16}],
            "scale_down": {"enabled": True, "delay_after_add": "10m", "delay_after_delete": "5m",
                           "delay_after_failure": "30s", "unneeded_time": "10m", "utilization_threshold": "0.4"},
            "pod_priority_threshold": -10, "balance_similar_node_groups": True}
@@ -16,17 +20,50 @@ def test_cluster_autoscaler_limits_and_delays():
     assert ca["metadata"] == {"name": "default"} and ca["apiVersion"] == "autoscaling.openshift.io/v1"
     assert ca["spec"]["resourceLimits"] == {"maxNodesTotal": 24, "cores": {"min": 8, "max": 512},
                                             "memory": {"min": 32, "max": 4096},
-                                            "gpus": [{"type": "nvidia.com/gpu", "min": 0, "max": 16}]}
+                                            "gpus": [{"type": "nvidia-a10g", "min": 0, "max": 16}]}
     assert ca["spec"]["scaleDown"] == {"enabled": True, "delayAfterAdd": "10m", "delayAfterDelete": "5m",
                                        "delayAfterFailure": "30s", "unneededTime": "10m", "utilizationThreshold": "0.4"}
     assert ca["spec"]["podPriorityThreshold"] == -10 and ca["spec"]["balanceSimilarNodeGroups"] is True
+    # what cluster-autoscaler-operator makes of it: no error, no warning, and these autoscaler flags
+    verdict = cluster_autoscaler_operator(ca)["clusterAutoscaler"]
+    assert verdict["errors"] == [] and verdict["warnings"] == []
+    assert {"--max-nodes-total=24", "--cores-total=8:512", "--memory-total=32:4096", "--gpu-total=nvidia-a10g:0:16",
+            "--scale-down-enabled=true", "--scale-down-delay-after-add=10m", "--scale-down-delay-after-delete=5m",
+            "--scale-down-delay-after-failure=30s", "--scale-down-unneeded-time=10m",
+            "--scale-down-utilization-threshold=0.4", "--expendable-pods-priority-cutoff=-10",
+            "--balance-similar-node-groups=true"} <= set(verdict["args"])
+
+
+def test_the_gpu_type_of_the_hint_is_one_cluster_autoscaler_operator_accepts():
+    with pytest.raises(DefinitionError, match=r"autoscaler_cluster.gpus\[0\].type: is required") as err:
+        autoscaler.cluster_autoscaler(dict(CLUSTER, gpus=[{"min": 0, "max": 2}]))
+    example = re.search(r"e\.g\. (\S+)$", str(err.value)).group(1)
+    verdict = cluster_autoscaler_operator(
+        {"apiVersion": "autoscaling.openshift.io/v1", "kind": "ClusterAutoscaler", "metadata": {"name": "default"},
+         "spec": {"resourceLimits": {"gpus": [{"type": example, "min": 0, "max": 2}]}}})["clusterAutoscaler"]
+    assert verdict["warnings"] == [] and verdict["errors"] == []
+
+
+@pytest.mark.parametrize("gpu_type", ["nvidia-a10g", "A100_80GB.pcie", "nvidia.com/gpu", "-t4", "a" * 64])
+def test_a_gpu_type_is_refused_exactly_when_cluster_autoscaler_operator_warns(gpu_type):
+    body = {"apiVersion": "autoscaling.openshift.io/v1", "kind": "ClusterAutoscaler", "metadata": {"name": "default"},
+            "spec": {"resourceLimits": {"gpus": [{"type": gpu_type, "min": 0, "max": 2}]}}}
+    warned = cluster_autoscaler_operator(body)["clusterAutoscaler"]["warnings"]
+    try:
+        autoscaler.cluster_autoscaler(dict(CLUSTER, gpus=[{"type": gpu_type, "min": 0, "max": 2}]))
+        refused = None
+    except DefinitionError as err:
+        refused = str(err)
+    assert bool(refused) == bool(warned), (refused, warned)
+    if refused:
+        assert "autoscaler_cluster.gpus[0].type: %r is not a valid label value" % gpu_type in refused
 
 
 @pytest.mark.parametrize("change, message", [
     ({"max_nodes_total": 0}, r"autoscaler_cluster.max_nodes_total: must be a whole number >= 1"),
     ({"cores": {"min": 9, "max": 8}}, r"autoscaler_cluster.cores: min 9 is above max 8"),
     ({"gpus": [{"min": 0, "max": 2}]}, r"autoscaler_cluster.gpus\[0\].type: is required"),
-    ({"gpus": [{"type": "nvidia.com/gpu", "min": 0, "max": 0}]}, r"autoscaler_cluster.gpus\[0\].max"),
+    ({"gpus": [{"type": "nvidia-a10g", "min": 0, "max": 0}]}, r"autoscaler_cluster.gpus\[0\].max"),
     ({"scale_down": {"delay_after_add": "ten minutes"}}, r"scale_down.delay_after_add: 'ten minutes' is not a duration"),
     ({"scale_down": {"utilization_threshold": 1.5}}, r"scale_down.utilization_threshold: 1.5 is not a fraction"),
 ])
@@ -42,6 +79,8 @@ def test_machine_autoscalers_and_targets_from_gpu_entries():
     assert targets == [{"name": "gpu-a10g", "min_replicas": 0, "max_replicas": 4},
                        {"name": "gpu-h100", "min_replicas": 0, "max_replicas": 2}]
     objs = autoscaler.machine_autoscalers(targets)
+    assert [(v["name"], v["errors"]) for v in cluster_autoscaler_operator(None, objs)["machineAutoscalers"]] == [
+        ("gpu-a10g", []), ("gpu-h100", [])]
     assert objs[0]["metadata"] == {"name": "gpu-a10g", "namespace": "openshift-machine-api"}
     assert objs[0]["spec"] == {"minReplicas": 0, "maxReplicas": 4, "scaleTargetRef": {
         "apiVersion": "machine.openshift.io/v1beta1", "kind": "MachineSet", "name": "gpu-a10g"}}
@@ -96,8 +135,8 @@ def test_gpu_limits_are_derived_from_the_gpu_machinesets_accelerators():
 
 
 def test_a_gpu_type_that_is_no_accelerator_of_the_machinesets_names_the_field():
-    with pytest.raises(DefinitionError, match=r"autoscaler_cluster.gpus\[0\].type: 'nvidia.com/gpu' is no accelerator "
-                                              r"of the GPU MachineSets \(nvidia-a10g\)"):
-        autoscaler.objects({"cluster_autoscaler": CLUSTER, "accelerators": ["nvidia-a10g"]})
+    with pytest.raises(DefinitionError, match=r"autoscaler_cluster.gpus\[0\].type: 'nvidia-a10g' is no accelerator "
+                                              r"of the GPU MachineSets \(nvidia-l4\)"):
+        autoscaler.objects({"cluster_autoscaler": CLUSTER, "accelerators": ["nvidia-l4"]})
     # without GPU MachineSets there is nothing to compare with
     assert autoscaler.objects({"cluster_autoscaler": CLUSTER, "accelerators": []})

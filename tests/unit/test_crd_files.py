@@ -3,13 +3,19 @@
 Pure Python (stdlib + PyYAML). It mirrors the parts of the apiserver's CRD validation that are cheap to
 re-implement: names, versions, structural-schema rules, no conversion webhooks, and it validates the
 seeded SCCs against the SCC CRD schema (types, required, nullable, enum, unknown fields).
+
+OpenShift's own CRDs (SecurityContextConstraints, Route, MachineSet, ClusterVersion, ClusterAutoscaler,
+MachineAutoscaler) are not kept here: they come from the modules of hack/openshift/go.mod, and the
+seeds and sample objects are validated against them.
 """
+import functools
 import glob
 import os
 import re
 
 import pytest
 import yaml
+from cluster import OPENSHIFT_CRDS, openshift_crds
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 CRD_DIR = os.path.join(ROOT, "hack", "crds")
@@ -17,6 +23,9 @@ SEED_DIR = os.path.join(ROOT, "hack", "seed")
 CRD_FILES = sorted(glob.glob(os.path.join(CRD_DIR, "*.yaml")) + glob.glob(os.path.join(CRD_DIR, "*", "*.yaml")))
 SEED_FILES = sorted(glob.glob(os.path.join(SEED_DIR, "*.yaml")))
 MAX_BYTES = 64 * 1024
+# OpenShift's own CRD manifests, taken from its Go modules (hack/cluster.py openshift_crds) in place
+# of hand-written copies
+OPENSHIFT_CRD_FILES = sorted(str(path) for path in openshift_crds())
 
 SCHEMA_KEYS = {
     "type", "format", "description", "title", "properties", "required", "items", "additionalProperties",
@@ -159,8 +168,30 @@ def validate(value, schema, path, errors, strict_unknown=True):
             validate(v, schema["items"], f"{path}[{idx}]", errors, strict_unknown)
 
 
+def crd_path(rel):
+    """The CRD file of `rel` (the CRD's name, with the mesh flavour's folder for Istio's): a hand-written
+    one of hack/crds, or one of OpenShift's own."""
+    path = os.path.join(CRD_DIR, rel + ".yaml")
+    if os.path.exists(path):
+        return path
+    path = _openshift_by_name().get(rel)
+    assert path, f"no CRD {rel} in hack/crds nor in OpenShift's modules"
+    return path
+
+
+@functools.lru_cache(maxsize=None)
+def _crd(rel):
+    return load_crd(crd_path(rel))
+
+
+@functools.lru_cache(maxsize=None)
+def _openshift_by_name():
+    return {load_crd(path)["metadata"]["name"]: path for path in OPENSHIFT_CRD_FILES}
+
+
 def test_files_exist():
-    assert len(CRD_FILES) >= 30, CRD_FILES
+    assert len(CRD_FILES) >= 24, CRD_FILES
+    assert len(OPENSHIFT_CRD_FILES) == sum(len(paths) for paths in OPENSHIFT_CRDS.values())
     assert os.path.exists(os.path.join(SEED_DIR, "sccs.yaml"))
     assert os.path.exists(os.path.join(SEED_DIR, "scc-clusterroles.yaml"))
 
@@ -255,6 +286,7 @@ EXPECTED = {
     "machinesets.machine.openshift.io": ("Namespaced", {"v1beta1"}, "v1beta1"),
     "clusterautoscalers.autoscaling.openshift.io": ("Cluster", {"v1"}, "v1"),
     "machineautoscalers.autoscaling.openshift.io": ("Namespaced", {"v1beta1"}, "v1beta1"),
+    "clusterversions.config.openshift.io": ("Cluster", {"v1"}, "v1"),
     "clusterpolicies.nvidia.com": ("Cluster", {"v1"}, "v1"),
     "nodefeaturediscoveries.nfd.openshift.io": ("Namespaced", {"v1"}, "v1"),
     "profiles.kubeflow.org": ("Cluster", {"v1", "v1beta1"}, "v1"),
@@ -262,11 +294,17 @@ EXPECTED = {
 }
 
 
+def test_no_hand_written_copy_of_an_openshift_crd():
+    upstream = set(_openshift_by_name())
+    assert upstream == {"securitycontextconstraints.security.openshift.io", "routes.route.openshift.io",
+                        "machinesets.machine.openshift.io", "clusterversions.config.openshift.io",
+                        "clusterautoscalers.autoscaling.openshift.io", "machineautoscalers.autoscaling.openshift.io"}
+    assert not upstream & {load_crd(path)["metadata"]["name"] for path in CRD_FILES}
+
+
 @pytest.mark.parametrize("rel", sorted(EXPECTED))
 def test_expected_crd(rel):
-    path = os.path.join(CRD_DIR, rel + ".yaml")
-    assert os.path.exists(path), f"missing {rel}"
-    crd = load_crd(path)
+    crd = load_crd(crd_path(rel))
     scope, served, storage = EXPECTED[rel]
     assert crd["spec"]["scope"] == scope
     assert {v["name"] for v in crd["spec"]["versions"] if v["served"]} == served
@@ -274,7 +312,7 @@ def test_expected_crd(rel):
 
 
 def _schema(rel, ver=None):
-    crd = load_crd(os.path.join(CRD_DIR, rel + ".yaml"))
+    crd = _crd(rel)
     for v in crd["spec"]["versions"]:
         if ver is None and v["storage"] or v["name"] == ver:
             return v
@@ -441,7 +479,7 @@ SAMPLES = [
                                        "providerSpec": {"value": {"instanceType": "g5.xlarge", "kind": "AWSMachineProviderConfig"}}}}}}),
     ("clusterautoscalers.autoscaling.openshift.io", {
         "apiVersion": "autoscaling.openshift.io/v1", "kind": "ClusterAutoscaler", "metadata": {"name": "default"},
-        "spec": {"resourceLimits": {"maxNodesTotal": 20, "gpus": [{"type": "nvidia.com/gpu", "min": 0, "max": 8}]},
+        "spec": {"resourceLimits": {"maxNodesTotal": 20, "gpus": [{"type": "nvidia-a10g", "min": 0, "max": 8}]},
                  "scaleDown": {"enabled": True, "delayAfterAdd": "10m", "unneededTime": "5m"}}}),
     ("machineautoscalers.autoscaling.openshift.io", {
         "apiVersion": "autoscaling.openshift.io/v1beta1", "kind": "MachineAutoscaler",
@@ -538,7 +576,7 @@ BROKEN = [
 
 
 def _storage_schema(rel):
-    crd = load_crd(os.path.join(CRD_DIR, rel + ".yaml"))
+    crd = _crd(rel)
     return next(v for v in crd["spec"]["versions"] if v["storage"])["schema"]["openAPIV3Schema"]
 
 

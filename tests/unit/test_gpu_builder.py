@@ -5,6 +5,7 @@ import pytest
 
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import gpu, olm
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.objects import DefinitionError
+from judges import machine_api_operator
 
 
 def worker(name="ci-x1-worker-a", cloud_kind="AWSMachineProviderConfig", field="instanceType", value="m6i.xlarge",
@@ -156,3 +157,75 @@ def test_operands_tolerate_the_taint_and_need_every_cluster_policy_section():
     with pytest.raises(DefinitionError, match=r"gpu_cluster_policy_spec.dcgm: is required by the ClusterPolicy CRD"):
         gpu.operands({"cluster_policy": {"spec": spec}})
     assert gpu.operands({"nfd": {"enabled": False}, "cluster_policy": {"enabled": False}}) == []
+
+
+# ---------------------------------------------------------------- machine-api-operator's judgement
+# A worker MachineSet per cloud as the installer writes it, before machine-api-operator's defaulting
+# webhook fills in the rest (the MachineSet that exists in the cluster is the defaulted one).
+INSTALLER_WORKERS = {
+    "AWS": ("us-east-1", {"apiVersion": "machine.openshift.io/v1beta1", "kind": "AWSMachineProviderConfig",
+                          "instanceType": "m6i.xlarge", "ami": {"id": "ami-0123456789abcdef0"},
+                          "placement": {"region": "us-east-1", "availabilityZone": "us-east-1a"},
+                          "iamInstanceProfile": {"id": "ci-x1-worker-profile"},
+                          "subnet": {"filters": [{"name": "tag:Name", "values": ["ci-x1-subnet-private-us-east-1a"]}]}}),
+    "Azure": ("eastus", {"apiVersion": "machine.openshift.io/v1beta1", "kind": "AzureMachineProviderSpec",
+                         "vmSize": "Standard_D4s_v3", "location": "eastus", "zone": "1",
+                         "osDisk": {"diskSizeGB": 128, "osType": "Linux", "managedDisk": {"storageAccountType": "Premium_LRS"}},
+                         "image": {"resourceID": "/resourceGroups/ci-x1-rg/providers/Microsoft.Compute/galleries/"
+                                                 "gallery_ci_x1/images/ci-x1-gen2/versions/latest"}}),
+    "GCP": ("us-central1", {"apiVersion": "machine.openshift.io/v1beta1", "kind": "GCPMachineProviderSpec",
+                            "machineType": "n2-standard-4", "region": "us-central1", "zone": "us-central1-a",
+                            "onHostMaintenance": "Migrate",
+                            "serviceAccounts": [{"email": "ci-x1-w@kfocp.iam.gserviceaccount.com",
+                                                 "scopes": ["https://www.googleapis.com/auth/cloud-platform"]}]}),
+}
+
+
+def installed_worker(platform):
+    """The worker MachineSet of an installer-provisioned cluster on `platform`, as machine-api-operator
+    defaulted it; it passes machine-api-operator's validation."""
+    region, value = INSTALLER_WORKERS[platform]
+    body = worker()
+    body["spec"]["template"]["spec"]["providerSpec"]["value"] = copy.deepcopy(value)
+    for key in ("uid", "resourceVersion"):
+        body["metadata"].pop(key)
+    body.pop("status")
+    [verdict] = machine_api_operator(platform, [body], region)
+    assert verdict["errors"] == [], verdict["errors"]
+    return verdict["defaulted"]
+
+
+@pytest.mark.parametrize("platform, instance_type, gcp_gpu", [
+    ("AWS", "g5.2xlarge", None),
+    ("Azure", "Standard_NV36ads_A10_v5", None),
+    ("GCP", "g2-standard-8", None),
+    ("GCP", "a2-highgpu-1g", None),
+    ("GCP", "n1-standard-8", {"type": "nvidia-tesla-t4"}),
+])
+def test_clones_pass_machine_api_operators_defaulting_and_validation(platform, instance_type, gcp_gpu):
+    cloud = platform.lower()
+    entry = {"name": "gpu-x", "accelerator": "nvidia-x", "instance_type": {cloud: instance_type}}
+    if gcp_gpu:
+        entry["gcp_gpu"] = gcp_gpu
+    [ms] = gpu.machinesets([entry], [installed_worker(platform)])
+    [verdict] = machine_api_operator(platform, [ms], INSTALLER_WORKERS[platform][0])
+    assert verdict["errors"] == []
+    value = verdict["defaulted"]["spec"]["template"]["spec"]["providerSpec"]["value"]
+    assert value[gpu.INSTANCE_TYPE_FIELDS[cloud]] == instance_type
+    if platform == "GCP":
+        # GPUs on GCP: the machine stops on host maintenance, and an N1 machine gets its GPU attached
+        assert value["onHostMaintenance"] == "Terminate"
+        assert value.get("gpus") == ([{"type": "nvidia-tesla-t4", "count": 1}] if gcp_gpu else None)
+
+
+@pytest.mark.parametrize("instance_type, gcp_gpu, message", [
+    ("n1-standard-8", None, r"gpu_machinesets\[0\].gcp_gpu: is required: the GCP machine type n1-standard-8 has no GPU"),
+    ("a2-highgpu-1g", {"type": "nvidia-tesla-a100"},
+     r"gpu_machinesets\[0\].gcp_gpu: cannot be given: the GCP machine type a2-highgpu-1g has its GPUs built in"),
+    ("n1-standard-8", {"count": 1}, r"gpu_machinesets\[0\].gcp_gpu.type: is required"),
+    ("n1-standard-8", {"type": "nvidia-tesla-t4", "count": 0}, r"gpu_machinesets\[0\].gcp_gpu.count: must be"),
+])
+def test_bad_gcp_gpus_name_the_field(instance_type, gcp_gpu, message):
+    entry = {"name": "gpu-x", "accelerator": "nvidia-x", "instance_type": {"gcp": instance_type}, "gcp_gpu": gcp_gpu}
+    with pytest.raises(DefinitionError, match=message):
+        gpu.machinesets([entry], [worker(cloud_kind="GCPMachineProviderSpec", field="machineType")])

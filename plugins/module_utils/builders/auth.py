@@ -39,6 +39,11 @@ DEFAULTS = {
     "gateway_policy": True,
 }
 SAR_KEYS = ("namespace", "group", "resource", "name", "verb")
+# oauth-proxy POSTs --openshift-sar as it is to authorization.openshift.io/v1 SubjectAccessReviews,
+# whose Action (openshift/api authorization/v1/types.go) names the API group resourceAPIGroup and
+# the object resourceName: the API server drops a `group` or `name` key.
+OPENSHIFT_SAR_KEYS = {"namespace": "namespace", "group": "resourceAPIGroup", "resource": "resource",
+                      "name": "resourceName", "verb": "verb"}
 SERVING_CERT = "service.beta.openshift.io/serving-cert-secret-name"
 HTTPS_PORT = 8443
 SECRET_KEYS = ("client_secret", "cookie_secret")
@@ -133,8 +138,10 @@ def sar_attributes(settings, proxy_namespace):
 
 
 def sar(settings, proxy_namespace="kubeflow"):
-    """The --openshift-sar value: the access review a user must pass."""
-    return json.dumps(sar_attributes(settings, proxy_namespace), sort_keys=True, separators=(",", ":"))
+    """The --openshift-sar value: the access review a user must pass, in the keys of OpenShift's
+    SubjectAccessReview (resourceAPIGroup, resourceName)."""
+    action = dict((OPENSHIFT_SAR_KEYS[key], value) for key, value in sar_attributes(settings, proxy_namespace).items())
+    return json.dumps(action, sort_keys=True, separators=(",", ":"))
 
 
 def access_grant(settings, proxy_namespace):

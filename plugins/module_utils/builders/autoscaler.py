@@ -10,9 +10,10 @@ __metaclass__ = type
 import re
 
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.common import (
-    dns_label, named_entries, namespace, require)
+    dns_label, label_value, named_entries, namespace, require)
 
 MACHINE_API = "openshift-machine-api"
+ACCELERATOR_LABEL = "cluster-api/accelerator"
 DURATION = re.compile(r"^([0-9]+(\.[0-9]+)?(ns|us|ms|s|m|h))+$")
 THRESHOLD = re.compile(r"^0\.[0-9]+$")
 MAX_PRIORITY = 1000000000
@@ -49,7 +50,11 @@ def cluster_autoscaler(spec, field="autoscaler_cluster"):
     for index, gpu in enumerate(gpus):
         where = "%s.gpus[%d]" % (field, index)
         require(isinstance(gpu, dict) and isinstance(gpu.get("type"), str) and gpu.get("type"), where + ".type",
-                "is required", "Give the GPU type the autoscaler counts, e.g. nvidia.com/gpu")
+                "is required", "Give the GPU type the autoscaler counts: the value of the node label %s of the GPU "
+                "nodes (gpu_machinesets' accelerator), e.g. nvidia-a10g" % ACCELERATOR_LABEL)
+        # the cluster autoscaler counts the GPUs of nodes whose label cluster-api/accelerator has
+        # this value (cluster-autoscaler-operator warns of a type that is no valid label value)
+        label_value(gpu["type"], where + ".type")
         limits["gpus"].append(dict(type=gpu["type"], **_range(gpu, where, 0)))
         require(limits["gpus"][-1]["max"] >= 1, where + ".max", "must be at least 1", "Give max >= 1")
     if not limits["gpus"]:
@@ -180,7 +185,7 @@ def _check_gpu_types(ca, accelerators):
     for index, limit in enumerate(ca["spec"]["resourceLimits"].get("gpus") or []):
         require(not known or limit["type"] in known, "autoscaler_cluster.gpus[%d].type" % index,
                 "%r is no accelerator of the GPU MachineSets (%s): the cluster autoscaler counts GPUs by the node "
-                "label cluster-api/accelerator, so this limit would count none" % (limit["type"], ", ".join(known)),
+                "label %s, so this limit would count none" % (limit["type"], ", ".join(known), ACCELERATOR_LABEL),
                 "Use the accelerator of gpu_machinesets, or leave gpus out to derive them")
 
 

@@ -29,6 +29,12 @@ INSTANCE_TYPE_FIELDS = {"aws": "instanceType", "azure": "vmSize", "gcp": "machin
 # providerSpec.value.kind per cloud, to tell the cloud of a worker MachineSet.
 PROVIDER_KINDS = {"AWSMachineProviderConfig": "aws", "AzureMachineProviderSpec": "azure",
                   "GCPMachineProviderSpec": "gcp"}
+# GCP (machine-api-operator's GCPMachineProviderSpec, openshift/api machine/v1beta1): a machine
+# with GPUs must stop, not live-migrate, on host maintenance; an N1 machine has no GPU of its own,
+# so its GPUs are attached (`gpus`, one entry); an A2 machine has its GPUs built in and takes none.
+GCP_TERMINATE = "Terminate"
+GCP_ATTACHED_GPU_FAMILY = "n1-"
+GCP_BUILT_IN_GPU_FAMILY = "a2-"
 CLUSTER_POLICY_SECTIONS = ("daemonsets", "dcgm", "dcgmExporter", "devicePlugin", "driver", "gfd",
                            "nodeStatusExporter", "operator", "toolkit")
 
@@ -78,6 +84,8 @@ def normalise(entries, field="gpu_machinesets"):
                 "is required (the value of the node label %s)" % ACCELERATOR_LABEL, "Give e.g. nvidia-a10g")
         label_value(entry["accelerator"], where + ".accelerator")
         labels(entry.get("labels") or {}, where + ".labels")
+        if entry.get("gcp_gpu") is not None:
+            _gcp_gpu(entry["gcp_gpu"], where + ".gcp_gpu")
         replicas = entry.get("replicas", 0)
         require(isinstance(replicas, int) and not isinstance(replicas, bool) and replicas >= 0, where + ".replicas",
                 "must be a whole number >= 0", "Give 0 when the autoscaler adds the nodes")
@@ -86,9 +94,38 @@ def normalise(entries, field="gpu_machinesets"):
     return out
 
 
+def _gcp_gpu(value, field):
+    require(isinstance(value, dict) and isinstance(value.get("type"), str) and value.get("type"), field + ".type",
+            "is required", "Give the GCP accelerator type to attach, e.g. {type: nvidia-tesla-t4, count: 1}")
+    count = value.get("count", 1)
+    require(isinstance(count, int) and not isinstance(count, bool) and count >= 1, field + ".count",
+            "must be a whole number >= 1, got %r" % (count,), "Give the number of GPUs per machine, e.g. 1")
+    return {"type": value["type"], "count": count}
+
+
+def _gcp_gpus(provider, entry):
+    """A GCP GPU machine: Terminate on host maintenance, and its GPUs attached when its machine
+    type (N1) has none of its own."""
+    machine_type = provider.get("machineType") or ""
+    where = entry["where"]
+    if machine_type.startswith(GCP_ATTACHED_GPU_FAMILY):
+        require(entry.get("gcp_gpu") is not None, where + ".gcp_gpu",
+                "is required: the GCP machine type %s has no GPU of its own" % machine_type,
+                "Give the GPU to attach, e.g. {type: nvidia-tesla-t4, count: 1}, or use a machine type with GPUs "
+                "built in (g2-, a2-, a3-)")
+    if entry.get("gcp_gpu") is not None:
+        require(not machine_type.startswith(GCP_BUILT_IN_GPU_FAMILY), where + ".gcp_gpu",
+                "cannot be given: the GCP machine type %s has its GPUs built in" % machine_type, "Leave it out")
+        provider["gpus"] = [_gcp_gpu(entry["gcp_gpu"], where + ".gcp_gpu")]
+    else:
+        provider.pop("gpus", None)
+    provider["onHostMaintenance"] = GCP_TERMINATE
+
+
 def clone(source, entry, cloud, fields=None, live=None):
     """A GPU MachineSet from a worker MachineSet: its own name and selector, the instance type
-    swapped, the ai-ml taint and the workload/accelerator node labels."""
+    swapped, the ai-ml taint and the workload/accelerator node labels; on GCP, Terminate on host
+    maintenance and the attached GPU of an N1 machine type."""
     fields = fields or INSTANCE_TYPE_FIELDS
     name = entry["name"]
     src_spec = source.get("spec") or {}
@@ -117,6 +154,8 @@ def clone(source, entry, cloud, fields=None, live=None):
     tspec["taints"] = taints + [dict(TAINT)]
     provider = tspec.setdefault("providerSpec", {}).setdefault("value", {})
     provider[fields[cloud]] = entry["instance_type"][cloud]
+    if cloud == "gcp":
+        _gcp_gpus(provider, entry)
     replicas = entry["replicas"]
     if entry["autoscaled"] and live is not None and isinstance((live.get("spec") or {}).get("replicas"), int):
         # The autoscaler owns the count once the MachineSet exists: send the value it chose, so
