@@ -21,6 +21,26 @@ for path in (str(COLLECTIONS), str(ROOT / "hack"), str(ROOT / "tests")):
         sys.path.insert(0, path)
 
 from cluster import ControlPlane  # noqa: E402
+from egress_guard import EgressGuard  # noqa: E402
+
+
+@pytest.fixture(scope="session", autouse=True)
+def egress_guard(tmp_path_factory):
+    """No process of the tests or of their control planes dials an address off this machine: the
+    session fails at its end naming each target and process (hack/egress_guard.py). What the
+    planes' egress proxies refused (a webhook or a node with no loopback server) is printed."""
+    reuse = os.environ.get("KFOCP_TEST_CLUSTER_DIR")
+    guard = EgressGuard(roots=[os.getpid()], plane_dirs=[reuse] if reuse else []).start()
+    yield guard
+    found = guard.stop()
+    refused = []
+    for events in sorted(tmp_path_factory.getbasetemp().glob("*/**/egress-events.jsonl")):
+        refused += ["%s (meant for %s)" % (e["target"], e["meant_for"])
+                    for e in map(json.loads, events.read_text().splitlines()) if e["outcome"] == "refused"]
+    if refused:
+        print("\negress proxies refused %d connection(s): %s" % (len(refused), "; ".join(sorted(set(refused)))))
+    if found:
+        pytest.fail("%d connection(s) off this machine:\n%s" % (len(found), "\n".join(found)), pytrace=False)
 
 
 @pytest.fixture(scope="session")
