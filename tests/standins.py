@@ -471,16 +471,22 @@ class AdmissionWebhook:
     request's own apiVersion with the request's uid and `allowed` (a refusal with `message` as
     status.message), as VerifyAdmissionResponse in k8s.io/apiserver
     pkg/admission/plugin/webhook/request/admissionreview.go requires. `reviews` holds every
-    request it got."""
+    request it got. With `host` instead of a Service it is the server of a webhook's
+    clientConfig.url (`url`, on `host`, e.g. localhost), which is not registered."""
 
-    def __init__(self, plane, namespace, service, port=443, allowed=True, message="refused by the webhook"):
-        self.plane, self.namespace, self.service, self.port = plane, namespace, service, port
+    def __init__(self, plane, namespace=None, service=None, port=443, allowed=True, message="refused by the webhook",
+                 host=None):
+        self.plane, self.namespace, self.service, self.port, self.host = plane, namespace, service, port, host
         self.allowed, self.message = allowed, message
         self.reviews = []
         self.server = None
         self._dir = None
         from cluster import serving_certificate
-        self._ca, self._cert, self._key = serving_certificate("%s.%s.svc" % (service, namespace))
+        self._ca, self._cert, self._key = serving_certificate(host or "%s.%s.svc" % (service, namespace))
+
+    @property
+    def url(self):
+        return "https://%s:%d/validate" % (self.host, self.server.server_address[1])
 
     @property
     def ca_bundle(self):
@@ -523,12 +529,14 @@ class AdmissionWebhook:
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.socket = tls.wrap_socket(self.server.socket, server_side=True)
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.plane.serve_service(self.namespace, self.service, self.port, self.server.server_address[1])
+        if self.service:
+            self.plane.serve_service(self.namespace, self.service, self.port, self.server.server_address[1])
         return self
 
     def stop(self):
         """The webhook's pod is gone: the egress proxy refuses its calls from now on."""
-        self.plane.stop_serving(self.namespace, self.service, self.port)
+        if self.service:
+            self.plane.stop_serving(self.namespace, self.service, self.port)
         if self.server:
             self.server.shutdown()
             self.server.server_close()

@@ -32,9 +32,10 @@ def service(kube, ns, name, port=443):
     return kube.apply(kube.resource(*SERVICE), obj, "test")
 
 
-def validating_webhook(name, ns, svc, failure_policy, ca_bundle=None):
-    """A ValidatingWebhookConfiguration whose webhook `name` sees the ConfigMaps of namespace `ns`."""
-    client = {"service": {"name": svc, "namespace": ns, "path": "/validate", "port": 443}}
+def validating_webhook(name, ns, svc, failure_policy, ca_bundle=None, url=None):
+    """A ValidatingWebhookConfiguration whose webhook `name` (served by Service `svc`, or at `url`)
+    sees the ConfigMaps of namespace `ns`."""
+    client = {"url": url} if url else {"service": {"name": svc, "namespace": ns, "path": "/validate", "port": 443}}
     if ca_bundle:
         client["caBundle"] = ca_bundle
     return {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
@@ -82,6 +83,31 @@ def test_a_webhook_call_goes_through_the_proxy_to_its_loopback_server(control_pl
                                   e["to"] == "127.0.0.1:%d" % server.server.server_address[1] for e in served), served
         finally:
             kube.delete(kube.resource(*VALIDATING), hook)
+
+
+def test_a_webhook_url_goes_through_the_proxy_too(control_plane, kube, instance):
+    """A webhook's `url` is dialled through the proxy as well (egress selection controlplane): to
+    a loopback address it is tunnelled as it is; to any other address it is refused."""
+    ns_local, ns_away = instance + "-local", instance + "-away"
+    local, away = instance + ".local.kfocp.io", instance + ".away.kfocp.io"
+    before = len(control_plane.egress_events())
+    with standins.AdmissionWebhook(control_plane, host="localhost", allowed=False, message="local " + instance) as srv:
+        port = srv.server.server_address[1]
+        for ns, hook, url in ((ns_local, local, srv.url), (ns_away, away, "https://10.0.0.1:8443/validate")):
+            namespace(kube, ns)
+            kube.apply(kube.resource(*VALIDATING), validating_webhook(hook, ns, None, "Fail", srv.ca_bundle, url),
+                       "test")
+        try:
+            wait_for(lambda: _refused_with(kube, ns_local, "local " + instance), timeout=20,
+                     what="the url webhook's loopback server to answer")
+            wait_for(lambda: _refused_with(kube, ns_away, 'failed calling webhook "%s"' % away), timeout=20,
+                     what="the url webhook off the machine to be refused")
+        finally:
+            for hook in (local, away):
+                kube.delete(kube.resource(*VALIDATING), hook)
+    outcomes = {(e["target"], e["outcome"]) for e in events_since(control_plane, before)}
+    assert ("localhost:%d" % port, "served") in outcomes, outcomes
+    assert ("10.0.0.1:8443", "refused") in outcomes, outcomes
 
 
 def test_a_webhook_with_no_server_is_refused_at_once_and_its_failure_policy_decides(control_plane, kube, instance):
