@@ -723,12 +723,15 @@ class ControlPlane:
         return path
 
     def _start_egress(self, state: dict, server: str, timeout: float) -> None:
+        """The egress proxy; it also writes its events to $KFOCP_EGRESS_EVENTS when that is set
+        (the tests' session collects every plane's there)."""
         d, port = self.dir, state["ports"]["egress"]
         self._start(state, "egress", [
             sys.executable, HACK / "egress.py", f"--listen=127.0.0.1:{port}",
             f"--cert={d / 'egress-proxy.crt'}", f"--key={d / 'egress-proxy.key'}", f"--ca={d / 'ca.crt'}",
             f"--server={server}", f"--client-cert={d / 'admin.crt'}", f"--client-key={d / 'admin.key'}",
-            f"--services={self.egress_services}", f"--events={self.egress_events_file}"])
+            f"--services={self.egress_services}", f"--events={self.egress_events_file}",
+            *[f"--events={path}" for path in [os.environ.get("KFOCP_EGRESS_EVENTS")] if path]])
         self._wait(f"https://127.0.0.1:{port}/healthz", "egress", timeout)
 
     def _audit_flags(self, policy: dict | None) -> list:

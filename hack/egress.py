@@ -10,7 +10,7 @@ through this HTTP CONNECT proxy (its --egress-selector-config-file, selections `
 - Anything else is refused at once (502), and logged with what it was meant for: the Service
   that holds the ClusterIP, the Pod that holds the pod IP, the Node that has the address.
 
-Every CONNECT is written to --events as a JSON line: {"target", "outcome": "served" | "refused"
+Every CONNECT is written to each --events file as a JSON line: {"target", "outcome": "served" | "refused"
 | "failed", "meant_for", "to"}. The proxy speaks TLS and takes only clients with a certificate
 signed by the plane's CA (the API server's egress client certificate).
 
@@ -222,14 +222,17 @@ class Proxy(socketserver.ThreadingTCPServer):
         event = {"time": time.time(), "target": target, "outcome": outcome, "meant_for": meant_for, "to": to}
         line = json.dumps(event)
         print(line, flush=True)
-        with self.write_lock, open(self.events, "a") as handle:
-            handle.write(line + "\n")
+        with self.write_lock:
+            for path in self.events:
+                with open(path, "a") as handle:
+                    handle.write(line + "\n")
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    for name in ("listen", "cert", "key", "ca", "server", "client-cert", "client-key", "services", "events"):
+    for name in ("listen", "cert", "key", "ca", "server", "client-cert", "client-key", "services"):
         parser.add_argument("--" + name, required=True)
+    parser.add_argument("--events", required=True, action="append", help="a JSON lines file (repeat for more)")
     args = parser.parse_args(argv)
     host, port = split_target(args.listen)
     if not is_loopback(host):

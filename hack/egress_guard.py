@@ -55,8 +55,8 @@ def remote_sockets(pid: int) -> dict[str, str]:
             continue
         for line in lines:
             fields = line.split()
-            if len(fields) < 10:
-                continue
+            if len(fields) < 10 or (table in ("tcp", "udp") and fields[2][6:8] in ("7F", "00")):
+                continue  # the cheap test first: 127.0.0.0/8, or unset (IPv4 in host byte order)
             host, port = decode_address(fields[2])
             if not off_machine(host, port) or fields[9] == "0":
                 continue
