@@ -379,8 +379,10 @@ def maistra_network_policies(smcp, members):
 def istiod_injector_webhook(revision, namespace):
     """The MutatingWebhookConfiguration istiod's chart (istio-discovery, mutatingwebhook.yaml)
     installs for a revision; Service Mesh 3's operator installs that chart for each IstioRevision.
-    `revision` "" or "default" is the default revision. No istiod answers it here, so create it
-    only once the pods exist: its failurePolicy is Fail, as the chart's."""
+    `revision` "" or "default" is the default revision. No istiod answers it here: the API server
+    calls it through the plane's egress proxy, which refuses it at once, and its failurePolicy is
+    Fail, as the chart's, so the pods it matches are refused, as on a cluster whose istiod is down.
+    Create it only once the pods exist."""
     rev = "" if revision in ("", "default") else revision
     name = "istio-sidecar-injector" + ("-" + rev if rev else "") + ("" if namespace == "istio-system" else "-" + namespace)
 

@@ -277,3 +277,33 @@ def test_an_upgrade_with_a_fail_webhook_goes_through_while_its_server_is_up(cont
     finally:
         server.stop()
         playbook("uninstall", {"kfocp_instance": instance})
+
+
+def test_the_istiod_injector_stand_in_is_called_through_the_proxy_and_refused(control_plane, kube, instance):
+    """No istiod runs here: a pod its injection webhook matches is refused, naming the webhook."""
+    mesh, ns = instance + "-mesh", instance + "-injected"
+    namespace(kube, mesh)
+    kube.apply(kube.resource("v1", "Namespace"), {"apiVersion": "v1", "kind": "Namespace", "metadata": {
+        "name": ns, "labels": {"istio-injection": "enabled"}}}, "test")
+    kube.apply(kube.resource(*SERVICE), standins.istiod_service("default", mesh), "sail-operator")
+    webhook = standins.istiod_injector_webhook("default", mesh)
+    mutating = kube.resource("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration")
+    kube.apply(mutating, webhook, "sail-operator")
+    before = len(control_plane.egress_events())
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"namespace": ns},
+           "spec": {"containers": [{"name": "c", "image": "registry.example.com/c:1"}]}}
+    try:
+        def refused():
+            try:
+                kube.request("POST", "/api/v1/namespaces/%s/pods" % ns,
+                             body=dict(pod, metadata=dict(pod["metadata"], name="p-%d" % time.monotonic_ns())))
+            except KubeError as err:
+                assert 'failed calling webhook "namespace.sidecar-injector.istio.io"' in str(err), err
+                return True
+            return False
+        wait_for(refused, timeout=20, what="the injection webhook to be called")
+        wanted = (cluster_ip(kube, mesh, "istiod") + ":443", "Service %s/istiod" % mesh)
+        assert wanted in {(e["target"], e["meant_for"]) for e in events_since(control_plane, before)
+                          if e["outcome"] == "refused"}
+    finally:
+        kube.delete(mutating, webhook["metadata"]["name"])
