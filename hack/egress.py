@@ -48,7 +48,7 @@ def is_loopback(host: str) -> bool:
 
 def split_target(target: str) -> tuple[str, int]:
     """`host:port` or `[v6]:port` of a CONNECT line, as (host, port)."""
-    host, _, port = target.rpartition(":")
+    host, port = target.rsplit(":", 1)
     return host.strip("[]"), int(port)
 
 
@@ -108,7 +108,7 @@ class Routes:
         services = self.registered()
         for fresh in (False, True):
             for key, loopback in services.items():
-                service, _, service_port = key.rpartition(":")
+                service, service_port = key.rsplit(":", 1)
                 if int(service_port) != port:
                     continue
                 with self.lock:
@@ -193,7 +193,7 @@ def pipe(left, right) -> None:
     while True:
         readable = [s for s in sockets if isinstance(s, ssl.SSLSocket) and s.pending()]
         if not readable:
-            readable, _, _ = select.select(sockets, [], [], 300)
+            readable = select.select(sockets, [], [], 300)[0]
             if not readable:
                 return
         for sock in readable:

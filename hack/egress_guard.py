@@ -18,7 +18,6 @@ import ipaddress
 import json
 import os
 import threading
-import time
 from pathlib import Path
 
 TCP_STATES = {"01": "ESTABLISHED", "02": "SYN_SENT", "03": "SYN_RECV", "04": "FIN_WAIT1", "05": "FIN_WAIT2",

@@ -240,8 +240,8 @@ def _tree(dest, ns, hook, ca_bundle, value):
                                                             "kind": "Kustomization", "resources": ["all.yaml"]}))
 
 
-def test_an_upgrade_with_a_fail_webhook_goes_through_while_its_server_is_up(control_plane, kube, playbook,
-                                                                              instance, tmp_path):
+def test_an_upgrade_with_a_fail_webhook_goes_through_while_its_server_is_up(
+        control_plane, kube, playbook, instance, tmp_path):
     ns, hook = instance + "-tree", instance + ".tree.kfocp.io"
     server = standins.AdmissionWebhook(control_plane, ns, "validator").start()
     extra = {"kfocp_instance": instance, "components_source": "dir", "components_dir": str(tmp_path / "tree"),
