@@ -335,6 +335,16 @@ def _cert(subject_cn, key, issuer=None, issuer_key=None, orgs=(), ca=False, serv
     return builder.sign(issuer_key or key, hashes.SHA256())
 
 
+def serving_certificate(*names: str) -> tuple[bytes, bytes, bytes]:
+    """A CA of its own and a serving certificate for the DNS `names` it signed: (CA certificate,
+    certificate, key), PEM. For a loopback server that the API server calls, e.g. a webhook
+    `<service>.<namespace>.svc` with the CA as its caBundle."""
+    ca_key, key = _key(), _key()
+    ca = _cert("kfocp-local-serving-ca", ca_key, ca=True)
+    cert = _cert(names[0], key, ca, ca_key, server_names=names)
+    return _pem_cert(ca), _pem_cert(cert), _pem_key(key)
+
+
 def _pem_cert(cert) -> bytes:
     return cert.public_bytes(serialization.Encoding.PEM)
 
@@ -347,7 +357,7 @@ def _write(path: Path, data: bytes, mode=0o600):
 # How many times up() starts the components on new ports when one finds its port taken.
 PORT_ATTEMPTS = 3
 # The processes up() starts, each logging to <name>.log in the plane's directory.
-COMPONENTS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
+COMPONENTS = ("etcd", "egress", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok")
 
 
 def free_port() -> int:
@@ -440,10 +450,12 @@ class ControlPlane:
 
     def _launch(self, bins: dict, workloads: bool, timeout: float, audit_policy: dict | None) -> None:
         """Start every component on ports chosen now, and wait until each is ready."""
-        ports = {"etcd": free_port(), "peer": free_port(), "apiserver": free_port(), "kcm": free_port()}
+        ports = {"etcd": free_port(), "peer": free_port(), "apiserver": free_port(), "kcm": free_port(),
+                 "egress": free_port()}
         if workloads:
             ports.update(scheduler=free_port(), kwok=free_port())
         self._certs()
+        self._egress_certs()
         server = f"https://127.0.0.1:{ports['apiserver']}"
         state = {"server": server, "ports": ports, "pids": {}, "bins": {k: str(v) for k, v in bins.items()},
                  "workloads": workloads}
@@ -458,6 +470,7 @@ class ControlPlane:
             f"--initial-cluster=kfocp={peer_url}", "--unsafe-no-fsync=true", "--log-level=warn",
             "--quota-backend-bytes=8589934592"])
         self._wait(f"{etcd_url}/health", "etcd", timeout, tls=False)
+        self._start_egress(state, server, timeout)
         self._start(state, "kube-apiserver", [
             bins["kube-apiserver"], f"--etcd-servers={etcd_url}",
             "--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", f"--secure-port={ports['apiserver']}",
@@ -467,6 +480,7 @@ class ControlPlane:
             f"--service-account-signing-key-file={d / 'sa.key'}", "--service-cluster-ip-range=10.0.0.0/24",
             f"--enable-admission-plugins={ADMISSION}", "--endpoint-reconciler-type=none",
             "--allow-privileged=true", "--profiling=false", "--event-ttl=1h", "--v=0",
+            f"--egress-selector-config-file={self._egress_selector(ports['egress'])}",
             *self._audit_flags(audit_policy)])
         self._wait(f"{server}/readyz", "kube-apiserver", timeout)
         self._start(state, "kube-controller-manager", [
@@ -583,6 +597,50 @@ class ControlPlane:
         self.down(quiet=True)
         shutil.rmtree(self.dir, ignore_errors=True)
 
+    # -- what the API server dials (hack/egress.py)
+    @property
+    def egress_services(self) -> Path:
+        """The Services the egress proxy reaches on loopback: {"namespace/name:port": loopback port}."""
+        return self.dir / "egress-services.json"
+
+    @property
+    def egress_events_file(self) -> Path:
+        return self.dir / "egress-events.jsonl"
+
+    def serve_service(self, namespace: str, name: str, port: int, loopback_port: int) -> None:
+        """Have the API server's calls to the Service namespace/name on `port` (a webhook's
+        clientConfig.service, an APIService's service) reach 127.0.0.1:`loopback_port`. Calls to a
+        Service not registered here are refused by the egress proxy, as when no pod backs it."""
+        self._set_service(f"{namespace}/{name}:{int(port)}", int(loopback_port))
+
+    def stop_serving(self, namespace: str, name: str, port: int) -> None:
+        """Forget a Service registered with serve_service: calls to it are refused again."""
+        self._set_service(f"{namespace}/{name}:{int(port)}", None)
+
+    def _set_service(self, key: str, loopback_port: int | None) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        with _lock(self.dir / ".egress-services.lock"):
+            try:
+                services = json.loads(self.egress_services.read_text())
+            except FileNotFoundError:
+                services = {}
+            if loopback_port is None:
+                services.pop(key, None)
+            else:
+                services[key] = loopback_port
+            tmp = self.egress_services.with_suffix(".tmp")
+            tmp.write_text(json.dumps(services, indent=2, sort_keys=True))
+            tmp.rename(self.egress_services)
+
+    def egress_events(self) -> list[dict]:
+        """Every CONNECT the egress proxy answered: {target, outcome (served, refused, failed),
+        meant_for (the Service key, or who holds a refused address), to}."""
+        try:
+            lines = self.egress_events_file.read_text().splitlines()
+        except FileNotFoundError:
+            return []
+        return [json.loads(line) for line in lines if line.strip()]
+
     # -- CRDs and OpenShift built-ins
     def crd_files(self, mesh_flavour: str = "ossm2") -> list[Path]:
         files = openshift_crds() + sorted(CRD_DIR.glob("*.yaml"))
@@ -697,6 +755,50 @@ class ControlPlane:
         _write(d / "admin.key", _pem_key(admin_key))
         _write(d / "admin.crt", _pem_cert(_cert("kfocp-admin", admin_key, ca, ca_key, orgs=["system:masters"],
                                                 client=True)))
+
+    def _egress_certs(self) -> None:
+        """The egress proxy's serving certificate (127.0.0.1) and the API server's client certificate
+        for it, both signed by the plane's CA."""
+        d = self.dir
+        if (d / "egress-client.crt").exists():
+            return
+        ca_key = serialization.load_pem_private_key((d / "ca.key").read_bytes(), None)
+        ca = x509.load_pem_x509_certificate((d / "ca.crt").read_bytes())
+        for name, cert in (("egress-proxy", lambda key: _cert("kfocp-egress-proxy", key, ca, ca_key,
+                                                              server_ips=["127.0.0.1"])),
+                           ("egress-client", lambda key: _cert("kube-apiserver-egress", key, ca, ca_key,
+                                                               client=True))):
+            key = _key()
+            _write(d / f"{name}.key", _pem_key(key))
+            _write(d / f"{name}.crt", _pem_cert(cert(key)), 0o644)
+
+    def _egress_selector(self, port: int) -> Path:
+        """kube-apiserver's EgressSelectorConfiguration: what it dials toward the cluster (webhooks
+        and CRD conversion with a `service`, aggregated APIs, kubelets for logs and exec, the proxy
+        subresources) and toward the control plane (webhooks with a `url`) goes through the proxy."""
+        d = self.dir
+        connection = {"proxyProtocol": "HTTPConnect", "transport": {"tcp": {
+            "url": f"https://127.0.0.1:{port}",
+            "tlsConfig": {"caBundle": str(d / "ca.crt"), "clientCert": str(d / "egress-client.crt"),
+                          "clientKey": str(d / "egress-client.key")}}}}
+        config = {"apiVersion": "apiserver.k8s.io/v1beta1", "kind": "EgressSelectorConfiguration",
+                  "egressSelections": [{"name": name, "connection": connection}
+                                       for name in ("cluster", "controlplane")]}
+        path = d / "egress-selector.json"
+        path.write_text(json.dumps(config, indent=2))
+        return path
+
+    def _start_egress(self, state: dict, server: str, timeout: float) -> None:
+        """The egress proxy; it also writes its events to $KFOCP_EGRESS_EVENTS when that is set
+        (the tests' session collects every plane's there)."""
+        d, port = self.dir, state["ports"]["egress"]
+        self._start(state, "egress", [
+            sys.executable, HACK / "egress.py", f"--listen=127.0.0.1:{port}",
+            f"--cert={d / 'egress-proxy.crt'}", f"--key={d / 'egress-proxy.key'}", f"--ca={d / 'ca.crt'}",
+            f"--server={server}", f"--client-cert={d / 'admin.crt'}", f"--client-key={d / 'admin.key'}",
+            f"--services={self.egress_services}", f"--events={self.egress_events_file}",
+            *[f"--events={path}" for path in [os.environ.get("KFOCP_EGRESS_EVENTS")] if path]])
+        self._wait(f"https://127.0.0.1:{port}/healthz", "egress", timeout)
 
     def _audit_flags(self, policy: dict | None) -> list:
         if not policy:

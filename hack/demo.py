@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from cluster import ControlPlane
+from egress_guard import EgressGuard
 
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
@@ -114,6 +115,20 @@ PLANE = ControlPlane(os.environ.get("KFOCP_CLUSTER_DIR", ROOT / ".cluster"))
 def main():
     if not PLANE.running():
         sys.exit("the local control plane is not running: run `make up` (or `make demo`)")
+    # nothing the demo or the control plane runs may dial an address off this machine
+    guard = EgressGuard(roots=[os.getpid()], plane_dirs=[PLANE.dir]).start()
+    seen = len(PLANE.egress_events())
+    demo()
+    refused = ["%s (meant for %s)" % (e["target"], e["meant_for"]) for e in PLANE.egress_events()[seen:]
+               if e["outcome"] == "refused"]
+    found = guard.stop()
+    print("\nConnections off this machine: %d. Calls of the API server refused by the egress proxy: %s"
+          % (len(found), "; ".join(sorted(set(refused))) or "none"))
+    if found:
+        sys.exit("connections off this machine:\n" + "\n".join(found))
+
+
+def demo():
     users_log_in()
     ansible_playbook("site.yml", *PROFILES)
     print("\nKubeflow's profile controller is not built here: writing the namespaces, service accounts and "

@@ -379,8 +379,10 @@ def maistra_network_policies(smcp, members):
 def istiod_injector_webhook(revision, namespace):
     """The MutatingWebhookConfiguration istiod's chart (istio-discovery, mutatingwebhook.yaml)
     installs for a revision; Service Mesh 3's operator installs that chart for each IstioRevision.
-    `revision` "" or "default" is the default revision. No istiod answers it here, so create it
-    only once the pods exist: its failurePolicy is Fail, as the chart's."""
+    `revision` "" or "default" is the default revision. No istiod answers it here: the API server
+    calls it through the plane's egress proxy, which refuses it at once, and its failurePolicy is
+    Fail, as the chart's, so the pods it matches are refused, as on a cluster whose istiod is down.
+    Create it only once the pods exist."""
     rev = "" if revision in ("", "default") else revision
     name = "istio-sidecar-injector" + ("-" + rev if rev else "") + ("" if namespace == "istio-system" else "-" + namespace)
 
@@ -456,3 +458,97 @@ def maistra_gateway_objects(smcp):
         out += ingress_gateway_objects(name, gateway.get("namespace") or smcp["metadata"]["namespace"], labels, ports,
                                        "registry.redhat.io/openshift-service-mesh/proxyv2-rhel9:2.6")
     return out
+
+
+# ---------------------------------------------------------------- an admission webhook's server
+
+class AdmissionWebhook:
+    """The server behind a webhook's `clientConfig.service`, as its pod would serve it, on loopback.
+
+    The API server reaches it through the plane's egress proxy (start() registers it with
+    ControlPlane.serve_service; stop() takes it away, and the webhook is then refused as when its
+    pod is down). It serves TLS with a certificate for `<service>.<namespace>.svc`, the name the
+    API server checks (k8s.io/apiserver pkg/util/webhook/client.go), signed by a CA of its own:
+    `ca_bundle` is the webhook's clientConfig.caBundle. It answers each AdmissionReview in the
+    request's own apiVersion with the request's uid and `allowed` (a refusal with `message` as
+    status.message), as VerifyAdmissionResponse in k8s.io/apiserver
+    pkg/admission/plugin/webhook/request/admissionreview.go requires. `reviews` holds every
+    request it got. With `host` instead of a Service it is the server of a webhook's
+    clientConfig.url (`url`, on `host`, e.g. localhost), which is not registered."""
+
+    def __init__(self, plane, namespace=None, service=None, port=443, allowed=True, message="refused by the webhook",
+                 host=None):
+        self.plane, self.namespace, self.service, self.port, self.host = plane, namespace, service, port, host
+        self.allowed, self.message = allowed, message
+        self.reviews = []
+        self.server = None
+        self._dir = None
+        from cluster import serving_certificate
+        self._ca, self._cert, self._key = serving_certificate(host or "%s.%s.svc" % (service, namespace))
+
+    @property
+    def url(self):
+        return "https://%s:%d/validate" % (self.host, self.server.server_address[1])
+
+    @property
+    def ca_bundle(self):
+        import base64
+        return base64.b64encode(self._ca).decode()
+
+    def start(self):
+        import http.server
+        import json
+        import ssl
+        import tempfile
+        from pathlib import Path
+
+        self._dir = tempfile.TemporaryDirectory(prefix="webhook-")  # pylint: disable=consider-using-with
+        (Path(self._dir.name) / "tls.crt").write_bytes(self._cert)
+        (Path(self._dir.name) / "tls.key").write_bytes(self._key)
+        tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        tls.load_cert_chain(str(Path(self._dir.name) / "tls.crt"), str(Path(self._dir.name) / "tls.key"))
+        webhook = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):  # pylint: disable=invalid-name
+                review = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+                request = review.get("request") or {}
+                webhook.reviews.append(dict(request, path=self.path))
+                response = {"uid": request.get("uid"), "allowed": webhook.allowed}
+                if not webhook.allowed:
+                    response["status"] = {"code": 403, "message": webhook.message}
+                body = json.dumps({"apiVersion": review.get("apiVersion"), "kind": "AdmissionReview",
+                                   "response": response}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):  # pylint: disable=arguments-differ
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.socket = tls.wrap_socket(self.server.socket, server_side=True)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        if self.service:
+            self.plane.serve_service(self.namespace, self.service, self.port, self.server.server_address[1])
+        return self
+
+    def stop(self):
+        """The webhook's pod is gone: the egress proxy refuses its calls from now on."""
+        if self.service:
+            self.plane.stop_serving(self.namespace, self.service, self.port)
+        if self.server:
+            self.server.shutdown()
+            self.server.server_close()
+            self.server = None
+        if self._dir:
+            self._dir.cleanup()
+            self._dir = None
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()

@@ -1,0 +1,65 @@
+"""The guard against dials off the machine (hack/egress_guard.py) and the egress proxy's address
+rules (hack/egress.py). The planted dial runs in a network namespace of its own, whose only route
+to 10.0.0.0/8 is its loopback interface: its SYN never leaves that namespace."""
+import subprocess
+import sys
+import time
+
+import pytest
+
+import egress
+from egress_guard import EgressGuard, decode_address, off_machine
+from helpers import wait_for
+
+PLANT = ("import socket, time; s = socket.socket(); s.setblocking(False); "
+         "s.connect_ex(('10.0.0.1', 443)); time.sleep(20)")
+
+
+def test_the_guard_names_a_dial_off_the_machine_and_the_process(egress_guard):
+    guard = EgressGuard(interval=0.1).start()
+    child = subprocess.Popen(  # pylint: disable=consider-using-with
+        ["unshare", "--net", "sh", "-c", "ip link set lo up && ip route add 10.0.0.0/8 dev lo && exec %s -c \"%s\""
+         % (sys.executable, PLANT)])
+    egress_guard.exempt(child.pid)  # the session's guard would report it too: it is planted
+    try:
+        found = wait_for(guard.report, timeout=10, what="the guard to see the planted dial")
+    finally:
+        child.kill()
+        child.wait()
+        guard.stop()
+    assert len(found) == 1, found
+    assert found[0].startswith("10.0.0.1:443 (tcp SYN_SENT) by pid %d: " % child.pid), found
+    assert "connect_ex(('10.0.0.1', 443))" in found[0], found
+
+
+def test_the_guard_ignores_loopback_and_other_processes():
+    guard = EgressGuard(roots=[1 << 22], interval=0.05).start()  # a pid that no process has
+    time.sleep(0.3)
+    assert guard.stop() == []
+
+
+@pytest.mark.parametrize("text, address", [
+    ("0100007F:1F90", ("127.0.0.1", 8080)),
+    ("0100000A:01BB", ("10.0.0.1", 443)),
+    ("00000000000000000000000001000000:0050", ("::1", 80)),
+    ("0000000000000000FFFF00000100007F:0050", ("::ffff:7f00:1", 80)),
+])
+def test_socket_table_addresses_are_decoded(text, address):
+    assert decode_address(text) == address
+
+
+@pytest.mark.parametrize("host, port, off", [
+    ("127.0.0.1", 443, False), ("127.5.0.1", 443, False), ("::1", 443, False), ("::ffff:127.0.0.1", 80, False),
+    ("0.0.0.0", 0, False), ("10.0.0.1", 443, True), ("10.255.255.53", 53, True), ("::ffff:10.0.0.1", 443, True),
+    ("fd00::1", 443, True),
+])
+def test_what_counts_as_off_the_machine(host, port, off):
+    assert off_machine(host, port) is off
+
+
+@pytest.mark.parametrize("host, loopback", [
+    ("127.0.0.1", True), ("localhost", True), ("::1", True), ("10.0.0.1", False), ("worker-0", False),
+    ("kubernetes.default.svc", False),
+])
+def test_the_proxy_dials_only_loopback_as_it_is(host, loopback):
+    assert egress.is_loopback(host) is loopback
