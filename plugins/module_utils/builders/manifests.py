@@ -797,41 +797,64 @@ def derive_pod_security(objs, namespaces, setting="auto"):
             "Give auto to derive each namespace's level from its workloads, a level, or none")
     if setting == "none":
         return {}
+    needs = _workload_levels(objs, namespaces)
+    return dict((namespace, _namespace_level(namespace, workloads, setting))
+                for namespace, workloads in sorted(needs.items()))
+
+
+def _workload_levels(objs, namespaces):
+    """{namespace: [(workload, the level it needs, the checks the next stricter level fails)]}."""
     needs = dict((name, []) for name in namespaces)
     for obj in objs:
         spec = pod_spec(obj)
         if spec is None or _ns(obj) not in needs:
             continue
-        meta = ((obj.get("spec") or {}).get("template") or {}).get("metadata") or {}
-        if obj.get("kind") == "CronJob":
-            meta = (((obj["spec"].get("jobTemplate") or {}).get("spec") or {}).get("template") or {}).get(
-                "metadata") or {}
-        elif obj.get("kind") == "Pod":
-            meta = obj.get("metadata") or {}
-        level, reasons = pod_security.least_level(spec, meta, openshift=True)
+        level, reasons = pod_security.least_level(spec, _pod_meta(obj), openshift=True)
         needs[_ns(obj)].append(("%s %s" % (obj["kind"], _name(obj)), level, reasons))
-    result = {}
-    for namespace, workloads in sorted(needs.items()):
-        level = pod_security.RESTRICTED
-        for _workload, needed, _reasons in workloads:
-            level = pod_security.more_permissive(level, needed)
-        forcing = [(workload, reasons) for workload, needed, reasons in workloads if needed == level and reasons]
-        if setting != "auto" and pod_security.LEVELS.index(level) > pod_security.LEVELS.index(setting):
-            workload, reasons = forcing[0]
-            require(False, "components_pod_security",
-                    "%s in namespace %s needs the %s level, as %s is %s, which %s refuses" % (
-                        workload, namespace, level, reasons[0][2], reasons[0][3], setting),
-                    "Give auto, or at least %s, or change that workload" % level)
-        entry = {"level": setting if setting != "auto" else level, "workload": "", "field": "", "reason": ""}
-        if forcing and setting == "auto":
-            entry["workload"], entry["field"] = forcing[0][0], forcing[0][1][0][2]
-            shown = ["%s (%s)" % (workload, ", ".join(sorted(set(r[0] for r in reasons))))
-                     for workload, reasons in forcing[:REASON_WORKLOADS]]
-            more = len(forcing) - REASON_WORKLOADS
-            entry["reason"] = "%s refuses %s%s" % (pod_security.stricter(level), "; ".join(shown),
-                                                   "; and %d more" % more if more > 0 else "")
-        result[namespace] = entry
-    return result
+    return needs
+
+
+def _pod_meta(obj):
+    """The pod template metadata of a workload, as it is ({} when missing)."""
+    if obj.get("kind") == "Pod":
+        return obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    if obj.get("kind") == "CronJob":
+        spec = (spec.get("jobTemplate") or {}).get("spec") or {}
+    return (spec.get("template") or {}).get("metadata") or {}
+
+
+def _namespace_level(namespace, workloads, setting):
+    """One namespace's entry: its level (the most permissive its workloads need, or `setting`,
+    which fails when a workload needs more), and with auto what forced it."""
+    level = pod_security.RESTRICTED
+    for _workload, needed, _reasons in workloads:
+        level = pod_security.more_permissive(level, needed)
+    forcing = [(workload, reasons) for workload, needed, reasons in workloads if needed == level and reasons]
+    if setting == "auto":
+        return _forced_by(level, forcing)
+    if pod_security.LEVELS.index(level) > pod_security.LEVELS.index(setting):
+        workload, reasons = forcing[0]
+        require(False, "components_pod_security",
+                "%s in namespace %s needs the %s level, as %s is %s, which %s refuses" % (
+                    workload, namespace, level, reasons[0][2], reasons[0][3], setting),
+                "Give auto, or at least %s, or change that workload" % level)
+    return {"level": setting, "workload": "", "field": "", "reason": ""}
+
+
+def _forced_by(level, forcing):
+    """A derived level's entry: the first workload that forced it and its field, and the checks
+    of the next stricter level the first few such workloads fail."""
+    entry = {"level": level, "workload": "", "field": "", "reason": ""}
+    if not forcing:
+        return entry
+    entry["workload"], entry["field"] = forcing[0][0], forcing[0][1][0][2]
+    shown = ["%s (%s)" % (workload, ", ".join(sorted(set(r[0] for r in reasons))))
+             for workload, reasons in forcing[:REASON_WORKLOADS]]
+    more = len(forcing) - REASON_WORKLOADS
+    entry["reason"] = "%s refuses %s%s" % (pod_security.stricter(level), "; ".join(shown),
+                                           "; and %d more" % more if more > 0 else "")
+    return entry
 
 
 def pod_security_table(levels):
