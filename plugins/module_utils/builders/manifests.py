@@ -183,37 +183,48 @@ def set_namespace(objs, new, old="kubeflow"):
     out = []
     for obj in objs:
         obj = copy.deepcopy(obj)
-        meta = obj.setdefault("metadata", {})
-        kind = obj.get("kind")
-        if kind == "Namespace" and meta.get("name") == old:
-            meta["name"] = new
-        if meta.get("namespace") == old:
-            meta["namespace"] = new
-        for subject in obj.get("subjects") or []:
-            if subject.get("namespace") == old:
-                subject["namespace"] = new
-        for webhook in obj.get("webhooks") or []:
-            service = (webhook.get("clientConfig") or {}).get("service") or {}
+        _move_metadata(obj, old, new)
+        for service in _service_refs(obj):
             if service.get("namespace") == old:
                 service["namespace"] = new
-        if kind == "CustomResourceDefinition":
-            service = ((((obj.get("spec") or {}).get("conversion") or {}).get("webhook") or {})
-                       .get("clientConfig") or {}).get("service") or {}
-            if service.get("namespace") == old:
-                service["namespace"] = new
-        annotations = meta.get("annotations") or {}
-        if annotations.get("cert-manager.io/inject-ca-from", "").startswith(old + "/"):
-            annotations["cert-manager.io/inject-ca-from"] = new + annotations["cert-manager.io/inject-ca-from"][len(old):]
-        # service hosts, and references to the moved Gateways: VirtualServices' spec.gateways,
-        # controllers' ISTIO_GATEWAY, KServe's ingressGateway, Knative's gateway.<ns>.<name> keys
-        if kind in ("VirtualService", "ConfigMap", "DestinationRule", "Certificate", "AuthorizationPolicy"):
-            obj = _walk_strings(obj, lambda key, value: move_gateway(host.sub(new, value)), skip_keys=("metadata",))
-        elif kind != "CustomResourceDefinition":
-            obj = _walk_strings(obj, lambda key, value: move_gateway(value), skip_keys=("metadata",))
-        if kind == "ConfigMap" and isinstance(obj.get("data"), dict):
-            obj["data"] = dict((move_gateway(k), v) for k, v in obj["data"].items())
-        out.append(obj)
+        out.append(_move_strings(obj, move_gateway, lambda value: host.sub(new, value)))
     return out
+
+
+def _move_metadata(obj, old, new):
+    """The object's own namespace (a Namespace's name), and cert-manager's CA reference."""
+    meta = obj.setdefault("metadata", {})
+    if obj.get("kind") == "Namespace" and meta.get("name") == old:
+        meta["name"] = new
+    if meta.get("namespace") == old:
+        meta["namespace"] = new
+    annotations = meta.get("annotations") or {}
+    if annotations.get("cert-manager.io/inject-ca-from", "").startswith(old + "/"):
+        annotations["cert-manager.io/inject-ca-from"] = new + annotations["cert-manager.io/inject-ca-from"][len(old):]
+
+
+def _service_refs(obj):
+    """The references to namespaced objects that name their namespace: RBAC subjects, admission
+    webhooks' services, and a CRD's conversion webhook service."""
+    refs = list(obj.get("subjects") or [])
+    refs += [(webhook.get("clientConfig") or {}).get("service") or {} for webhook in obj.get("webhooks") or []]
+    if obj.get("kind") == "CustomResourceDefinition":
+        refs.append(((((obj.get("spec") or {}).get("conversion") or {}).get("webhook") or {})
+                     .get("clientConfig") or {}).get("service") or {})
+    return refs
+
+
+def _move_strings(obj, move_gateway, move_host):
+    """Service hosts, and references to the moved Gateways: VirtualServices' spec.gateways,
+    controllers' ISTIO_GATEWAY, KServe's ingressGateway, Knative's gateway.<ns>.<name> keys."""
+    kind = obj.get("kind")
+    if kind in ("VirtualService", "ConfigMap", "DestinationRule", "Certificate", "AuthorizationPolicy"):
+        obj = _walk_strings(obj, lambda key, value: move_gateway(move_host(value)), skip_keys=("metadata",))
+    elif kind != "CustomResourceDefinition":
+        obj = _walk_strings(obj, lambda key, value: move_gateway(value), skip_keys=("metadata",))
+    if kind == "ConfigMap" and isinstance(obj.get("data"), dict):
+        obj["data"] = dict((move_gateway(k), v) for k, v in obj["data"].items())
+    return obj
 
 
 def _gateway_refs(objs, old, new):
