@@ -150,8 +150,8 @@ def test_scc_pass_grants_what_the_pods_need():
     ({"mesh": "corp"}, {"kfocp.io/x": "1", "istio-injection": "enabled", "mesh": "corp"}),
 ])
 def test_mesh_membership_pass_labels_the_namespace_and_keeps_its_members(labels, expected):
-    state = run(m.mesh_membership_pass, [], {"namespace": "ml", "mesh_membership": {"labels": labels,
-                                                                                     "objects": [MEMBER]}},
+    membership = {"labels": labels, "objects": [MEMBER]}
+    state = run(m.mesh_membership_pass, [], {"namespace": "ml", "mesh_membership": membership},
                 injection={"ml": {"kfocp.io/x": "1", "istio-injection": "enabled"}})
     assert state.injection == {"ml": expected}
     assert state.members == [MEMBER]
