@@ -100,6 +100,48 @@ def port_taken_first(monkeypatch, module):
         yield port
 
 
+def _launch():
+    """operator/hack/launch.py, the way every test and benchmark runs the operator."""
+    for path in (ROOT / "operator", ROOT / "operator" / "hack"):
+        if str(path) not in sys.path:
+            sys.path.insert(0, str(path))
+    import launch
+    return launch
+
+
+def operator_account(plane, kube, workdir, alone=False):
+    """Install the operator's API and RBAC on `plane` and mint a kubeconfig of its service account
+    (with a token bound only to its ClusterRole) in `workdir`; returns its path. With `alone`, fail
+    when a Kubeflow exists already: the operator would refuse the test's, as it refuses all but
+    the oldest."""
+    launch = _launch()
+    launch.install_api(plane, manager="kfocp-test")
+    kube.forget()
+    if alone:
+        others = kube.list(kube.resource("kfocp.io/v1alpha1", "Kubeflow"))
+        assert not others, "another Kubeflow exists, so the test's would be refused: %s" % [
+            (k["metadata"]["namespace"], k["metadata"]["name"]) for k in others]
+    return launch.account_kubeconfig(plane, Path(workdir) / "sa.kubeconfig")
+
+
+@contextlib.contextmanager
+def running_operator(plane, kube, workdir, args, env=None, alone=False, tail=6000):
+    """The operator in a subprocess as its own service account (operator_account), started and
+    ready; yields the launch.Operator. At the end it is stopped, and whether it lived until then,
+    how long it ran and its log's last `tail` characters are printed."""
+    kubeconfig = operator_account(plane, kube, workdir, alone)
+    proc = _launch().Operator(kubeconfig, Path(workdir) / "operator.log", args, env=env)
+    started = time.monotonic()
+    try:
+        proc.start()
+        yield proc
+    finally:
+        alive = proc.alive()
+        proc.stop()
+        print("---- operator: alive until the end %s, ran %.0fs; log (tail) ----\n%s"
+              % (alive, time.monotonic() - started, proc.log_tail(tail)))
+
+
 def wait_for(predicate, timeout=30, interval=0.2, what="condition", error=None):
     """The first true value of `predicate`, polled every `interval` seconds; after `timeout`
     seconds `error(message)` (an AssertionError by default) is raised."""

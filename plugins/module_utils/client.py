@@ -286,33 +286,19 @@ class Client:
             return self._resources
 
     def _discover(self):
+        """Every served kind: from the aggregated discovery documents of /api and /apis, or, from
+        a server without aggregated discovery, from each group version's own document."""
         found = {}
         legacy = []
         for root in ("/api", "/apis"):
             doc = self.request("GET", root, accept=DISCOVERY_ACCEPT)
             if doc.get("kind") == "APIGroupDiscoveryList":
-                for group in doc.get("items") or []:
-                    name = (group.get("metadata") or {}).get("name", "")
-                    for version in group.get("versions") or []:
-                        api_version = "%s/%s" % (name, version["version"]) if name else version["version"]
-                        for res in version.get("resources") or []:
-                            kind = (res.get("responseKind") or {}).get("kind")
-                            if kind:
-                                found[(api_version, kind)] = Resource(
-                                    api_version, kind, res["resource"], res.get("scope") == "Namespaced",
-                                    tuple(res.get("verbs") or ()))
-            elif root == "/api":
-                legacy += doc.get("versions") or []
+                found.update(_aggregated_resources(doc))
             else:
-                legacy += [v["groupVersion"] for g in doc.get("groups") or [] for v in g.get("versions") or []]
-        for api_version in legacy:  # servers without aggregated discovery
+                legacy += _group_versions(root, doc)
+        for api_version in legacy:
             path = ("/api/" if "/" not in api_version else "/apis/") + api_version
-            doc = self.request("GET", path, allow=(404, 503)) or {}
-            for res in doc.get("resources") or []:
-                if "/" not in res["name"]:
-                    found[(api_version, res["kind"])] = Resource(api_version, res["kind"], res["name"],
-                                                                 res.get("namespaced", False),
-                                                                 tuple(res.get("verbs") or ()))
+            found.update(_version_resources(api_version, self.request("GET", path, allow=(404, 503)) or {}))
         return found
 
     def resource(self, api_version, kind):
@@ -416,3 +402,34 @@ def _decode(data):
 def _root(err):
     reason = getattr(err, "reason", None)
     return str(reason or err)
+
+
+def _aggregated_resources(doc):
+    """{(apiVersion, kind): Resource} of an aggregated discovery document (APIGroupDiscoveryList)."""
+    found = {}
+    for group in doc.get("items") or []:
+        name = (group.get("metadata") or {}).get("name", "")
+        for version in group.get("versions") or []:
+            api_version = "%s/%s" % (name, version["version"]) if name else version["version"]
+            for res in version.get("resources") or []:
+                kind = (res.get("responseKind") or {}).get("kind")
+                if kind:
+                    found[(api_version, kind)] = Resource(api_version, kind, res["resource"],
+                                                          res.get("scope") == "Namespaced",
+                                                          tuple(res.get("verbs") or ()))
+    return found
+
+
+def _group_versions(root, doc):
+    """The group versions a legacy discovery document of /api (APIVersions) or /apis
+    (APIGroupList) lists."""
+    if root == "/api":
+        return list(doc.get("versions") or [])
+    return [v["groupVersion"] for g in doc.get("groups") or [] for v in g.get("versions") or []]
+
+
+def _version_resources(api_version, doc):
+    """{(apiVersion, kind): Resource} of one group version's APIResourceList, without subresources."""
+    return dict(((api_version, res["kind"]), Resource(api_version, res["kind"], res["name"],
+                                                      res.get("namespaced", False), tuple(res.get("verbs") or ())))
+                for res in doc.get("resources") or [] if "/" not in res["name"])

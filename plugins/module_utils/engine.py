@@ -40,6 +40,8 @@ _PRESCAN_THREADS = 8
 _NEVER_SCAN = {("v1", "Event"), ("events.k8s.io/v1", "Event"), ("v1", "ComponentStatus"),
                ("v1", "Endpoints"), ("discovery.k8s.io/v1", "EndpointSlice"),
                ("coordination.k8s.io/v1", "Lease")}
+# The strategy of an object that takes over what someone else created (see Engine._mode).
+_ADOPT = "adopt"
 
 
 class ApplyError(Exception):
@@ -451,84 +453,154 @@ class Engine:
         return None
 
     def _apply_one(self, item):
-        ref = item.ref
-        foreign = None
-        # A shared object known to exist and not yet patched by kfocp changes when patched: only
-        # check and diff mode need it read first, to compare with and to show.
-        unread_patch = item.shared and item.exists and item.live is None and not (self.check or self.diff)
-        # Metadata alone showed that another writer holds one of kfocp's fields now (the digest
-        # is the desired one): the full object tells whether its value is still the desired one,
-        # as a controller that writes the whole object back (a full replace) leaves it.
-        if item.partial and o.same_digest(item.live, item.obj):
-            item.live, item.partial = None, False
-        if item.exists is None or (item.exists and item.live is None and not unread_patch):
-            current = self.client.get(item.res, ref.name, ref.namespace)
-            item.exists = current is not None
-            owned = current is not None and (o.patched_by(current, self.instance) if item.shared
-                                             else o.owned_by(current, self.instance))
-            if owned:
-                item.live = current
-            else:
-                foreign = current
-        if item.shared and not item.exists:
-            return FAILED, ("does not exist. kfocp only adds its fields to this object and never creates it; "
-                            "create it first (its owner normally does)")
-        taken = None
-        if not item.shared and foreign is not None:
-            outcome = self._foreign(item, foreign)
-            if outcome is not None:
-                return outcome
-            taken = o.describe(ref)
-        before = item.live if item.live is not None else foreign
+        """Apply one object: read what is there when the LISTs did not settle it, let the object's
+        ownership mode decide about an object found there that is not kfocp's, write it, and say
+        what changed."""
+        found = self._read(item)
+        stop = self._BY_MODE[self._mode(item)](self, item, found)
+        if stop is not None:
+            return stop
+        before = item.live if item.live is not None else found
         # (a metadata-only live object whose desired state changed is applied without a read: the
         # answer's resourceVersion tells whether anything changed)
         if item.live is not None and not item.partial and o.up_to_date(item.live, item.obj):
             return UNCHANGED, None
         try:
-            after = self.client.apply(item.res, item.obj, item.manager, force=self.force or item.force,
+            after = self.client.apply(item.res, item.obj, item.manager, force=self._forced(item),
                                       dry_run=self.check)
         except KubeError as err:
-            if self.check and err.status == 404 and not item.exists:
-                return CREATED, "would be created once its namespace exists"
-            if self.check and err.status == 409 and err.reason == "Conflict":
-                # a dry run reports what a real run would refuse to do, without failing
-                return CONFLICT, self._explain(err)
-            return FAILED, self._explain(err)
+            return self._refused(item, err)
         item.applied = after
-        if not item.exists:
-            action = CREATED
-        elif self.check:
-            action = UPDATED if o.strip(after) != o.strip(before) else UNCHANGED
-        else:
-            old = (before or {}).get("metadata", {}).get("resourceVersion")
-            action = UPDATED if after["metadata"].get("resourceVersion") != old else UNCHANGED
-        if self.diff and action != UNCHANGED:
-            item.diff = (o.strip(before) if before else {}, o.strip(after))
-        if taken:
-            return action, "%s: it was created by someone else (%s)" % (
-                "would be taken over" if self.check else "taken over", _creators(foreign))
-        return action, None
+        action = self._dry_run_action(item, before, after) if self.check else self._action(item, before, after)
+        self._keep_diff(item, before, after, action)
+        return action, self._taken_over(item, found)
 
-    def _foreign(self, item, foreign):
-        """The policy for an object someone else created, per ownership mode: (action, message) to
-        stop at, or None to go on and take it over.
+    # -- reading
 
-        - ensure (platform Namespaces, upstream CRDs not named for takeover): left as it is, skipped;
-        - adopt (the run's switch, or the object's own o.ADOPT): taken over, unless an operator
-          controls it (a controller ownerReference, OLM's labels): then left alone and skipped;
-        - otherwise: a failure naming who created it."""
-        labels = (foreign.get("metadata") or {}).get("labels") or {}
-        if item.mode == o.ENSURE and not item.adopt:
-            return SKIPPED, "exists and is not kfocp's: left as it is (created by %s)" % _creators(foreign)
-        if self.adopt or item.adopt:
-            operator = o.operator_owner(foreign)
-            if operator:
-                return SKIPPED, "exists and %s manages it: left alone" % operator
+    def _read(self, item):
+        """GET the object when _must_read says so. Sets item.exists, and item.live when it is
+        kfocp's; returns the object found there when it is not kfocp's, else None."""
+        if not self._must_read(item):
             return None
+        current = self.client.get(item.res, item.ref.name, item.ref.namespace)
+        item.exists = current is not None
+        item.live, item.partial = None, False
+        if current is None:
+            return None
+        ours = o.patched_by(current, self.instance) if item.shared else o.owned_by(current, self.instance)
+        if not ours:
+            return current
+        item.live = current
+        return None
+
+    def _must_read(self, item):
+        """Whether the object must be read before it is applied."""
+        if item.exists is None:
+            return True  # no LIST told: look it up
+        if not item.exists:
+            return False
+        if item.partial and o.same_digest(item.live, item.obj):
+            # Metadata alone showed that another writer holds one of kfocp's fields now (the digest
+            # is the desired one): the full object tells whether its value is still the desired one,
+            # as a controller that writes the whole object back (a full replace) leaves it.
+            return True
+        if item.live is not None:
+            return False
+        # A shared object known to exist and not yet patched by kfocp changes when patched: only
+        # check and diff mode need it read first, to compare with and to show.
+        return not item.shared or self.check or self.diff
+
+    # -- what each ownership mode does with the object found before the write
+
+    def _mode(self, item):
+        """The strategy of _BY_MODE that applies: the object's ownership mode, or ADOPT when the
+        object (o.ADOPT) or the run (adopt) takes over what someone else created; the run's adopt
+        leaves an ensured object alone."""
+        if item.shared:
+            return o.SHARED
+        if item.adopt or (self.adopt and item.mode != o.ENSURE):
+            return _ADOPT
+        return item.mode
+
+    def _as_owned(self, item, found):
+        """owned: kfocp creates it; one someone else created is a failure naming who."""
+        if found is None:
+            return None
+        labels = (found.get("metadata") or {}).get("labels") or {}
         who = ("kfocp instance %r" % labels[o.INSTANCE]) if labels.get(o.MANAGED_BY) == o.MANAGER \
             else "someone else"
         return FAILED, ("already exists and was created by %s, so kfocp leaves it as it is. Delete it "
                         "or rename yours, or set adopt: true to let this instance manage it" % who)
+
+    def _as_shared(self, item, found):
+        """shared: kfocp only adds its fields to an object that exists; it never creates it."""
+        if item.exists:
+            return None
+        return FAILED, ("does not exist. kfocp only adds its fields to this object and never creates it; "
+                        "create it first (its owner normally does)")
+
+    def _as_ensured(self, item, found):
+        """ensure (platform Namespaces, upstream CRDs not named for takeover): created when
+        missing; one someone else created is left as it is, skipped."""
+        if found is None:
+            return None
+        return SKIPPED, "exists and is not kfocp's: left as it is (created by %s)" % _creators(found)
+
+    def _as_adopted(self, item, found):
+        """adopt (the run's switch, or the object's own o.ADOPT): one someone else created is
+        taken over, unless an operator controls it (a controller ownerReference, OLM's labels):
+        then it is left alone and skipped."""
+        operator = o.operator_owner(found) if found is not None else None
+        if operator:
+            return SKIPPED, "exists and %s manages it: left alone" % operator
+        return None
+
+    _BY_MODE = {o.OWNED: _as_owned, o.SHARED: _as_shared, o.ENSURE: _as_ensured, _ADOPT: _as_adopted}
+
+    def _taken_over(self, item, found):
+        """The message of an object someone else created that this write took over (adopt)."""
+        if found is None or item.shared:
+            return None
+        return "%s: it was created by someone else (%s)" % (
+            "would be taken over" if self.check else "taken over", _creators(found))
+
+    # -- writing, check mode and diff
+
+    def _forced(self, item):
+        """force: the write takes over fields another field manager owns, for the whole run
+        (force) or for one object (o.FORCE, o.ADOPT)."""
+        return self.force or item.force
+
+    def _refused(self, item, err):
+        """The outcome of a write the API server refused. A dry run (check mode) reports what a
+        real run would do: create an object whose namespace the run creates first, or refuse a
+        conflict, without failing."""
+        if self.check and err.status == 404 and not item.exists:
+            return CREATED, "would be created once its namespace exists"
+        if self.check and err.status == 409 and err.reason == "Conflict":
+            return CONFLICT, self._explain(err)
+        return FAILED, self._explain(err)
+
+    @staticmethod
+    def _action(item, before, after):
+        """What a write did: a new resourceVersion is a change."""
+        if not item.exists:
+            return CREATED
+        old = (before or {}).get("metadata", {}).get("resourceVersion")
+        return UPDATED if after["metadata"].get("resourceVersion") != old else UNCHANGED
+
+    @staticmethod
+    def _dry_run_action(item, before, after):
+        """What a dry-run write would do: the dry run's answer compared with the object before
+        (a dry run's resourceVersion tells nothing)."""
+        if not item.exists:
+            return CREATED
+        return UPDATED if o.strip(after) != o.strip(before) else UNCHANGED
+
+    def _keep_diff(self, item, before, after, action):
+        """diff mode: keep the object before and after a change, to show."""
+        if self.diff and action != UNCHANGED:
+            item.diff = (o.strip(before) if before else {}, o.strip(after))
 
     def _explain(self, err):
         if err.status == 409 and err.reason == "Conflict":

@@ -18,6 +18,29 @@ def extravars(instance, operators):
                                   "instance_type": {"aws": "g5.2xlarge"}}])
 
 
+def test_an_automatic_install_plan_is_left_to_olm(playbook, kube, instance):
+    """Automatic approval (the default): the run neither stops nor writes the InstallPlan; OLM
+    approves and installs, and the run goes on to the operands. Runs first, in namespaces of its
+    own, and uninstalls: the next test needs a cluster where the gpu role made nothing."""
+    play_installer_worker_machineset(kube)
+    plans = kube.resource("operators.coreos.com/v1alpha1", "InstallPlan")
+    automatic = [dict(op, namespace="%s-%d" % (instance, index), approval="Automatic")
+                 for index, op in enumerate(OPERATORS)]
+    extra = dict(extravars(instance, automatic), gpu_nfd_namespace=automatic[0]["namespace"])
+    try:
+        with PlayOperators(kube):
+            done = playbook("site", extra)
+        assert done.rc == 0, done.stdout[-3000:]
+        for op in automatic:
+            plan = kube.get(plans, "install-%s" % op["package"], op["namespace"])
+            assert plan["spec"]["approval"] == "Automatic" and plan["spec"]["approved"] is True
+            assert set(f["manager"] for f in plan["metadata"]["managedFields"]) == {"olm"}  # kfocp never wrote it
+        assert kube.get(kube.resource("nvidia.com/v1", "ClusterPolicy"), "gpu-cluster-policy") is not None
+    finally:
+        assert playbook("uninstall", {"kfocp_instance": instance}).rc == 0
+    assert kube.get(kube.resource("nvidia.com/v1", "ClusterPolicy"), "gpu-cluster-policy") is None
+
+
 def test_a_manual_install_plan_stops_the_run_unless_the_inventory_approves_it(playbook, kube, instance):
     play_installer_worker_machineset(kube)
     plans = kube.resource("operators.coreos.com/v1alpha1", "InstallPlan")

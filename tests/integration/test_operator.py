@@ -9,7 +9,7 @@ import uuid
 
 import pytest
 
-from helpers import ROOT, isolated_policies, play_profile_controller, profile_controller, wait_for
+from helpers import ROOT, isolated_policies, play_profile_controller, profile_controller, running_operator, wait_for
 
 sys.path[:0] = [str(ROOT / "operator"), str(ROOT / "operator" / "hack")]
 
@@ -47,17 +47,9 @@ def _other_roles_off():
 @pytest.fixture(scope="module")
 def operator(control_plane, kube, tmp_path_factory):
     """The operator in a subprocess, with a token of its service account bound only to its ClusterRole."""
-    launch.install_api(control_plane, manager="kfocp-test")
-    kube.forget()
-    workdir = tmp_path_factory.mktemp("operator")
-    kubeconfig = launch.account_kubeconfig(control_plane, workdir / "sa.kubeconfig")
-    proc = launch.Operator(kubeconfig, workdir / "operator.log", ["--default-reconcile-period", "10m"])
-    try:
-        proc.start()
-        yield {"proc": proc, "log": proc.log_path, "get": proc.get, "kubeconfig": kubeconfig}
-    finally:
-        proc.stop()
-        print("---- operator log (tail) ----\n" + proc.log_tail())
+    with running_operator(control_plane, kube, tmp_path_factory.mktemp("operator"),
+                          ["--default-reconcile-period", "10m"]) as proc:
+        yield {"proc": proc, "log": proc.log_path, "get": proc.get, "kubeconfig": proc.kubeconfig}
 
 
 @pytest.fixture(scope="module")

@@ -25,7 +25,7 @@ import uuid
 import pytest
 
 import clusterdiff
-from helpers import ROOT, isolated_policies, labelled_objects, port_taken_first, wait_for
+from helpers import ROOT, isolated_policies, labelled_objects, port_taken_first, running_operator, wait_for
 
 sys.path[:0] = [str(ROOT / "operator"), str(ROOT / "operator" / "hack")]
 
@@ -85,17 +85,9 @@ def _record(name, value):
 
 @pytest.fixture(scope="module")
 def operator(control_plane, kube, tmp_path_factory):
-    launch.install_api(control_plane, manager="kfocp-test")
-    kube.forget()
-    workdir = tmp_path_factory.mktemp("operator")
-    kubeconfig = launch.account_kubeconfig(control_plane, workdir / "sa.kubeconfig")
-    proc = launch.Operator(kubeconfig, workdir / "operator.log", ["--default-reconcile-period", "24h"])
-    try:
-        proc.start()
+    with running_operator(control_plane, kube, tmp_path_factory.mktemp("operator"),
+                          ["--default-reconcile-period", "24h"]) as proc:
         yield proc
-    finally:
-        proc.stop()
-        print("---- operator log (tail) ----\n" + proc.log_tail())
 
 
 @pytest.fixture(scope="module")

@@ -1,12 +1,11 @@
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from helpers import ROOT, wait_for  # noqa: E402
+from helpers import running_operator, wait_for  # noqa: E402
 
 KUBEFLOW = ("kfocp.io/v1alpha1", "Kubeflow")
 
@@ -70,25 +69,9 @@ class RunningOperator:
 def kfocp_operator(control_plane, kube, tmp_path_factory):
     """One operator per test module, with a token of its service account bound only to its
     ClusterRole. It refuses every Kubeflow but the oldest, so none may be left from elsewhere."""
-    sys.path[:0] = [str(ROOT / "operator"), str(ROOT / "operator" / "hack")]
-    import launch
-    launch.install_api(control_plane, manager="kfocp-test")
-    kube.forget()
-    others = kube.list(kube.resource(*KUBEFLOW))
-    assert not others, "another Kubeflow exists, so the test's would be refused: %s" % [
-        (k["metadata"]["namespace"], k["metadata"]["name"]) for k in others]
     workdir = tmp_path_factory.mktemp("operator")
     runs = workdir / "runs"
     runs.mkdir()
-    kubeconfig = launch.account_kubeconfig(control_plane, workdir / "sa.kubeconfig")
-    proc = launch.Operator(kubeconfig, workdir / "operator.log", ["--default-reconcile-period", "0"],
-                           env={"TMPDIR": str(runs)})
-    proc.start()
-    started = time.monotonic()
-    try:
-        yield RunningOperator(proc, kube, runs, kubeconfig)
-    finally:
-        alive = proc.alive()
-        proc.stop()
-        print("operator: alive until the end %s, ran %.0fs; log tail:\n%s"
-              % (alive, time.monotonic() - started, proc.log_tail(2000)))
+    with running_operator(control_plane, kube, workdir, ["--default-reconcile-period", "0"],
+                          env={"TMPDIR": str(runs)}, alone=True, tail=2000) as proc:
+        yield RunningOperator(proc, kube, runs, proc.kubeconfig)

@@ -32,7 +32,7 @@ import yaml
 from ansible_collections.kfocp.kubeflow.plugins.module_utils import objects as o
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import Client, KubeError
 from cluster import ControlPlane
-from helpers import (ROOT, PlayOperators, ensure_namespace, in_background, labelled_objects,
+from helpers import (ROOT, PlayOperators, ensure_namespace, in_background, labelled_objects, operator_account,
                      play_installer_worker_machineset, play_profile_controller, play_pvc_protection, profile_controller,
                      run_playbook,
                      wait_for)
@@ -213,9 +213,7 @@ def world(tmp_path_factory):
         for path in PREREQUISITES:
             plane.kubectl("apply", "--server-side", "--field-manager=cluster-admin", "-k", str(FIXTURE / path))
         plane.wait_established()
-        launch.install_api(plane, manager="kfocp-test")
-        kube.forget()
-        kubeconfig = launch.account_kubeconfig(plane, workdir / "sa.kubeconfig")
+        kubeconfig = operator_account(plane, kube, workdir)
         yield {"plane": plane, "kube": kube, "kubeconfig": kubeconfig, "workdir": workdir}
     finally:
         plane.destroy()

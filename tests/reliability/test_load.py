@@ -20,7 +20,7 @@ from ansible_collections.kfocp.kubeflow.plugins.module_utils import objects as o
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import namespace_policies
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.profiles import profile_name
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import Client
-from helpers import ROOT, labelled_objects, play_profile_controller, roles_off_except, wait_for
+from helpers import ROOT, labelled_objects, operator_account, play_profile_controller, roles_off_except, wait_for
 
 sys.path[:0] = [str(ROOT / "operator"), str(ROOT / "operator" / "hack")]
 
@@ -108,9 +108,7 @@ class Memory(threading.Thread):
 def test_profiles_and_users_at_once_get_exactly_their_objects_with_bounded_memory(control_plane, tmp_path):
     plane = control_plane  # this module's own (tests/reliability/conftest.py)
     kube = Client.from_params({"kubeconfig": str(plane.kubeconfig)})
-    launch.install_api(plane, manager="kfocp-test")
-    kube.forget()
-    kubeconfig = launch.account_kubeconfig(plane, tmp_path / "sa.kubeconfig")
+    kubeconfig = operator_account(plane, kube, tmp_path)
     operator = launch.Operator(kubeconfig, tmp_path / "operator.log", ["--default-reconcile-period", "0"])
     name = "kf-load-" + uuid.uuid4().hex[:4]
     cr = {"apiVersion": "kfocp.io/v1alpha1", "kind": "Kubeflow", "metadata": {"name": name, "namespace": NS},

@@ -20,7 +20,8 @@ import uuid
 import pytest
 
 from ansible_collections.kfocp.kubeflow.plugins.module_utils import objects as o
-from helpers import ROOT, labelled_objects, play_profile_controller, profile_controller, roles_off_except, wait_for
+from helpers import (ROOT, labelled_objects, operator_account, play_profile_controller, profile_controller,
+                     roles_off_except, wait_for)
 
 sys.path[:0] = [str(ROOT / "operator"), str(ROOT / "operator" / "hack")]
 
@@ -46,13 +47,8 @@ def running_profile_controller(control_plane, kube):
 def setup(control_plane, kube, tmp_path_factory):
     """The operator's API and RBAC, a kubeconfig of its service account, two profile namespaces
     (as the profile controller makes them) and the spec of the CR the tests create."""
-    launch.install_api(control_plane, manager="kfocp-test")
-    kube.forget()
-    others = kube.list(kube.resource("kfocp.io/v1alpha1", "Kubeflow"))
-    assert not others, "another Kubeflow exists, so the test's would be refused: %s" % [
-        (k["metadata"]["namespace"], k["metadata"]["name"]) for k in others]
     workdir = tmp_path_factory.mktemp("operator-faults")
-    kubeconfig = launch.account_kubeconfig(control_plane, workdir / "sa.kubeconfig")
+    kubeconfig = operator_account(control_plane, kube, workdir, alone=True)
     suffix = uuid.uuid4().hex[:6]
     teams = ["faults-%s-%d" % (suffix, i) for i in range(2)]
     profiles = [{"apiVersion": "kubeflow.org/v1", "kind": "Profile", "metadata": {"name": team},

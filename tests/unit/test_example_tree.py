@@ -9,7 +9,7 @@ import pytest
 
 from ansible_collections.kfocp.kubeflow.plugins.module_utils import kustomize
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import manifests as m
-from ansible_collections.kfocp.kubeflow.plugins.module_utils.objects import DefinitionError
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.objects import DefinitionError, phase
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures"))
 import example_tree  # noqa: E402
@@ -30,12 +30,28 @@ def template_meta(obj):
     return obj["spec"]["template"]["metadata"]
 
 
-def test_the_render_is_example_sized(rendered):
+def test_assemble_keeps_every_object_of_the_render_once_and_makes_each_namespace(rendered):
+    """Nothing of an example-sized render is lost or doubled on its way through every pass, each
+    object names its component, every namespace an object lives in is made, and the apply order
+    puts the CRDs first and the admission webhooks last."""
+    def key(obj):
+        return obj["apiVersion"], obj["kind"], obj["metadata"].get("namespace", ""), obj["metadata"]["name"]
+
     objs = rendered["kubeflow-example"]
-    kinds = [o["kind"] for o in objs]
-    assert len(objs) >= 600 and kinds.count("CustomResourceDefinition") == 70
-    assert kinds.count("MutatingWebhookConfiguration") + kinds.count("ValidatingWebhookConfiguration") == 29
-    assert len(set(o["metadata"].get("namespace") for o in objs if o["metadata"].get("namespace"))) == 8
+    out = m.assemble(rendered, {"sidecar": {}, "scc": {}})["objects"]
+    keys = [key(o) for o in out]
+    assert len(keys) == len(set(keys))
+    grants = [k for k in keys if k[3].startswith("kfocp-components-scc-")]
+    assert grants  # the SCC grants' RoleBindings
+    assert set(k for k in keys if k[1] != "Namespace") - set(grants) == set(key(o) for o in objs if o["kind"] != "Namespace")
+    lived_in = set(o["metadata"]["namespace"] for o in objs if o["metadata"].get("namespace"))
+    assert set(k[3] for k in keys if k[1] == "Namespace") == lived_in | set(
+        o["metadata"]["name"] for o in objs if o["kind"] == "Namespace")
+    assert all(o["metadata"]["labels"][m.COMPONENT_LABEL] in ("kubeflow-example", "scc") for o in out
+               if o["kind"] != "Namespace")
+    phases = dict((o["kind"], phase(o["kind"])) for o in out)
+    assert phases["CustomResourceDefinition"] == min(phases.values())
+    assert phases["MutatingWebhookConfiguration"] == phases["ValidatingWebhookConfiguration"] == max(phases.values())
 
 
 def test_scc_least_privilege_and_the_deciding_field(rendered):

@@ -76,5 +76,21 @@ def test_scrub_replaces_every_form_in_messages():
     assert "hunter2" not in json.dumps(out) and b64("hunter2-secret") not in json.dumps(out)
 
 
-def test_redacted_forms_decode_base64_values():
-    assert "plain-text-value" in redacted_forms([b64("plain-text-value")])
+@pytest.mark.parametrize("values, forms", [
+    # a base64 value (Secret data): as it is, encoded once more, and decoded
+    ([b64("plain-text-value")], {b64("plain-text-value"), b64(b64("plain-text-value")), "plain-text-value"}),
+    # not base64: as it is and encoded
+    (["not base64!"], {"not base64!", b64("not base64!")}),
+    # decoded to fewer than 4 characters: noise, not added
+    ([b64("abc")], {b64("abc"), b64(b64("abc"))}),
+    # nothing to hide
+    ([None, "", 5], set()),
+    (None, set()),
+])
+def test_redacted_forms_decode_base64_values(values, forms):
+    assert redacted_forms(values) == forms
+
+
+def test_a_base64_no_log_value_masks_its_plain_text_in_messages():
+    out = scrub({"msg": "login failed for plain-text-value"}, redacted_forms([b64("plain-text-value")]))
+    assert "plain-text-value" not in json.dumps(out)

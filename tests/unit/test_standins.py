@@ -62,13 +62,6 @@ def test_a_missing_namespace_is_not_refused():
     assert standins.refusal(None, "alice") is None
 
 
-def test_mesh_ready_carries_the_generation_it_observed():
-    status = standins.mesh_ready_status(7)
-    assert status["observedGeneration"] == 7
-    assert [c["type"] for c in status["conditions"]] == ["Ready"]
-    assert standins.mesh_ready_status(3, ready=False)["conditions"][0]["status"] == "False"
-
-
 def test_the_service_mesh_2_operator_opens_each_gateway_unless_told_not_to():
     smcp = {"metadata": {"name": "basic", "namespace": "mesh"},
             "spec": {"version": "v2.6", "gateways": {"additionalIngress": {"gw": {

@@ -194,37 +194,48 @@ def set_namespace(objs, new, old="kubeflow"):
     out = []
     for obj in objs:
         obj = copy.deepcopy(obj)
-        meta = obj.setdefault("metadata", {})
-        kind = obj.get("kind")
-        if kind == "Namespace" and meta.get("name") == old:
-            meta["name"] = new
-        if meta.get("namespace") == old:
-            meta["namespace"] = new
-        for subject in obj.get("subjects") or []:
-            if subject.get("namespace") == old:
-                subject["namespace"] = new
-        for webhook in obj.get("webhooks") or []:
-            service = (webhook.get("clientConfig") or {}).get("service") or {}
+        _move_metadata(obj, old, new)
+        for service in _service_refs(obj):
             if service.get("namespace") == old:
                 service["namespace"] = new
-        if kind == "CustomResourceDefinition":
-            service = ((((obj.get("spec") or {}).get("conversion") or {}).get("webhook") or {})
-                       .get("clientConfig") or {}).get("service") or {}
-            if service.get("namespace") == old:
-                service["namespace"] = new
-        annotations = meta.get("annotations") or {}
-        if annotations.get("cert-manager.io/inject-ca-from", "").startswith(old + "/"):
-            annotations["cert-manager.io/inject-ca-from"] = new + annotations["cert-manager.io/inject-ca-from"][len(old):]
-        # service hosts, and references to the moved Gateways: VirtualServices' spec.gateways,
-        # controllers' ISTIO_GATEWAY, KServe's ingressGateway, Knative's gateway.<ns>.<name> keys
-        if kind in ("VirtualService", "ConfigMap", "DestinationRule", "Certificate", "AuthorizationPolicy"):
-            obj = _walk_strings(obj, lambda key, value: move_gateway(host.sub(new, value)), skip_keys=("metadata",))
-        elif kind != "CustomResourceDefinition":
-            obj = _walk_strings(obj, lambda key, value: move_gateway(value), skip_keys=("metadata",))
-        if kind == "ConfigMap" and isinstance(obj.get("data"), dict):
-            obj["data"] = dict((move_gateway(k), v) for k, v in obj["data"].items())
-        out.append(obj)
+        out.append(_move_strings(obj, move_gateway, lambda value: host.sub(new, value)))
     return out
+
+
+def _move_metadata(obj, old, new):
+    """The object's own namespace (a Namespace's name), and cert-manager's CA reference."""
+    meta = obj.setdefault("metadata", {})
+    if obj.get("kind") == "Namespace" and meta.get("name") == old:
+        meta["name"] = new
+    if meta.get("namespace") == old:
+        meta["namespace"] = new
+    annotations = meta.get("annotations") or {}
+    if annotations.get("cert-manager.io/inject-ca-from", "").startswith(old + "/"):
+        annotations["cert-manager.io/inject-ca-from"] = new + annotations["cert-manager.io/inject-ca-from"][len(old):]
+
+
+def _service_refs(obj):
+    """The references to namespaced objects that name their namespace: RBAC subjects, admission
+    webhooks' services, and a CRD's conversion webhook service."""
+    refs = list(obj.get("subjects") or [])
+    refs += [(webhook.get("clientConfig") or {}).get("service") or {} for webhook in obj.get("webhooks") or []]
+    if obj.get("kind") == "CustomResourceDefinition":
+        refs.append(((((obj.get("spec") or {}).get("conversion") or {}).get("webhook") or {})
+                     .get("clientConfig") or {}).get("service") or {})
+    return refs
+
+
+def _move_strings(obj, move_gateway, move_host):
+    """Service hosts, and references to the moved Gateways: VirtualServices' spec.gateways,
+    controllers' ISTIO_GATEWAY, KServe's ingressGateway, Knative's gateway.<ns>.<name> keys."""
+    kind = obj.get("kind")
+    if kind in ("VirtualService", "ConfigMap", "DestinationRule", "Certificate", "AuthorizationPolicy"):
+        obj = _walk_strings(obj, lambda key, value: move_gateway(move_host(value)), skip_keys=("metadata",))
+    elif kind != "CustomResourceDefinition":
+        obj = _walk_strings(obj, lambda key, value: move_gateway(value), skip_keys=("metadata",))
+    if kind == "ConfigMap" and isinstance(obj.get("data"), dict):
+        obj["data"] = dict((move_gateway(k), v) for k, v in obj["data"].items())
+    return obj
 
 
 def _gateway_refs(objs, old, new):
@@ -810,6 +821,13 @@ def derive_pod_security(objs, namespaces, setting="auto"):
             "Give auto to derive each namespace's level from its workloads, a level, or none")
     if setting == "none":
         return {}
+    needs = _workload_levels(objs, namespaces)
+    return dict((namespace, _namespace_level(namespace, workloads, setting))
+                for namespace, workloads in sorted(needs.items()))
+
+
+def _workload_levels(objs, namespaces):
+    """{namespace: [(workload, the level it needs, the checks the next stricter level fails)]}."""
     needs = dict((name, []) for name in namespaces)
     for obj in objs:
         spec = pod_spec(obj)
@@ -817,28 +835,40 @@ def derive_pod_security(objs, namespaces, setting="auto"):
             continue
         level, reasons = pod_security.least_level(spec, pod_meta(obj), openshift=True)
         needs[_ns(obj)].append(("%s %s" % (obj["kind"], _name(obj)), level, reasons))
-    result = {}
-    for namespace, workloads in sorted(needs.items()):
-        level = pod_security.RESTRICTED
-        for _workload, needed, _reasons in workloads:
-            level = pod_security.more_permissive(level, needed)
-        forcing = [(workload, reasons) for workload, needed, reasons in workloads if needed == level and reasons]
-        if setting != "auto" and pod_security.LEVELS.index(level) > pod_security.LEVELS.index(setting):
-            workload, reasons = forcing[0]
-            require(False, "components_pod_security",
-                    "%s in namespace %s needs the %s level, as %s is %s, which %s refuses" % (
-                        workload, namespace, level, reasons[0][2], reasons[0][3], setting),
-                    "Give auto, or at least %s, or change that workload" % level)
-        entry = {"level": setting if setting != "auto" else level, "workload": "", "field": "", "reason": ""}
-        if forcing and setting == "auto":
-            entry["workload"], entry["field"] = forcing[0][0], forcing[0][1][0][2]
-            shown = ["%s (%s)" % (workload, ", ".join(sorted(set(r[0] for r in reasons))))
-                     for workload, reasons in forcing[:REASON_WORKLOADS]]
-            more = len(forcing) - REASON_WORKLOADS
-            entry["reason"] = "%s refuses %s%s" % (pod_security.stricter(level), "; ".join(shown),
-                                                   "; and %d more" % more if more > 0 else "")
-        result[namespace] = entry
-    return result
+    return needs
+
+
+def _namespace_level(namespace, workloads, setting):
+    """One namespace's entry: its level (the most permissive its workloads need, or `setting`,
+    which fails when a workload needs more), and with auto what forced it."""
+    level = pod_security.RESTRICTED
+    for _workload, needed, _reasons in workloads:
+        level = pod_security.more_permissive(level, needed)
+    forcing = [(workload, reasons) for workload, needed, reasons in workloads if needed == level and reasons]
+    if setting == "auto":
+        return _forced_by(level, forcing)
+    if pod_security.LEVELS.index(level) > pod_security.LEVELS.index(setting):
+        workload, reasons = forcing[0]
+        require(False, "components_pod_security",
+                "%s in namespace %s needs the %s level, as %s is %s, which %s refuses" % (
+                    workload, namespace, level, reasons[0][2], reasons[0][3], setting),
+                "Give auto, or at least %s, or change that workload" % level)
+    return {"level": setting, "workload": "", "field": "", "reason": ""}
+
+
+def _forced_by(level, forcing):
+    """A derived level's entry: the first workload that forced it and its field, and the checks
+    of the next stricter level the first few such workloads fail."""
+    entry = {"level": level, "workload": "", "field": "", "reason": ""}
+    if not forcing:
+        return entry
+    entry["workload"], entry["field"] = forcing[0][0], forcing[0][1][0][2]
+    shown = ["%s (%s)" % (workload, ", ".join(sorted(set(r[0] for r in reasons))))
+             for workload, reasons in forcing[:REASON_WORKLOADS]]
+    more = len(forcing) - REASON_WORKLOADS
+    entry["reason"] = "%s refuses %s%s" % (pod_security.stricter(level), "; ".join(shown),
+                                           "; and %d more" % more if more > 0 else "")
+    return entry
 
 
 def pod_security_table(levels):
@@ -949,8 +979,156 @@ def platform_namespaces(objs, injection=None):
     return spaces + out
 
 
-def assemble(rendered, options):
-    """Everything the role applies or writes, from {component: [rendered objects]}.
+class Assembly:
+    """What assemble's passes read and change: the objects, the options, the components'
+    namespace, the labels each namespace gets (`injection`, {namespace: labels}), the mesh member
+    objects, and the result so far."""
+
+    def __init__(self, objs, options):
+        self.objs = objs
+        self.options = options
+        self.namespace = options.get("namespace") or "kubeflow"
+        self.injection = {}
+        self.members = []
+        self.result = {"mirror": [], "mirror_lines": [], "unmatched_images": [], "mirror_warnings": [],
+                       "grants": [], "audit": []}
+
+
+def namespace_pass(state):
+    """Move the objects from upstream's kubeflow namespace (and their references to the kubeflow
+    Gateway) to the components' namespace."""
+    state.objs = set_namespace(state.objs, state.namespace)
+
+
+def api_versions_pass(state):
+    """Serve each listed kind in the version the cluster has (api_versions {group/Kind: version})."""
+    state.objs = set_api_versions(state.objs, state.options.get("api_versions") or {})
+
+
+def argo_pass(state):
+    """Drop Argo's own controller for an external one, and point pipelines at its S3 store."""
+    argo = state.options.get("argo")
+    if argo is not None:
+        state.objs = external_argo(state.objs, argo.get("s3") or {},
+                                   configmap=argo.get("configmap") or "workflow-controller-configmap")
+
+
+def metadata_envoy_pass(state):
+    """Give metadata-envoy its own Envoy base id, beside an injected sidecar."""
+    envoy = state.options.get("metadata_envoy")
+    if envoy is not None:
+        state.objs = metadata_envoy_base_id(state.objs, base_id=envoy.get("base_id", 1),
+                                            config=envoy.get("config") or "/etc/envoy.yaml")
+
+
+def virtualservices_pass(state):
+    """Point the VirtualServices at another mesh's gateway, hosts and exportTo."""
+    vs = state.options.get("virtualservice")
+    if vs is not None:
+        state.objs = adapt_virtualservices(state.objs, vs.get("gateway") or "", vs.get("hosts") or None,
+                                           vs.get("export_to") or None)
+
+
+def gateway_principals_pass(state):
+    """Give the profile controller the principals of the gateway (and the other callers) it trusts."""
+    if state.options.get("principals"):
+        state.objs = profile_controller_principals(state.objs, state.options["principals"])
+
+
+def sidecars_pass(state):
+    """Inject sidecars into the workloads of the listed namespaces (the components' by default),
+    and label those namespaces, and the profile namespaces, for injection."""
+    sidecar = state.options.get("sidecar")
+    if sidecar is None:
+        return
+    injected = list(sidecar.get("namespaces") or [state.namespace])
+    revision = sidecar.get("revision") or ""
+    state.objs = inject_sidecars(state.objs, injected, revision, tuple(sidecar.get("authservice") or ("authservice",)),
+                                 tuple(sidecar.get("exclude") or ()))
+    labels = {"istio.io/rev": revision} if revision else {"istio-injection": "enabled"}
+    state.injection = dict((name, labels) for name in injected)
+    state.objs = profile_namespace_labels(state.objs, revision)
+
+
+def profile_pod_security_pass(state):
+    """Write the Pod Security level of profile namespaces into the profile controller's labels file."""
+    level = state.options.get("profile_pod_security") or "none"
+    require(level in pod_security.LEVELS + ("none",), "components_profile_pod_security",
+            "must be one of %s, not %r" % (", ".join(pod_security.LEVELS + ("none",)), level),
+            "Give the level of namespace_policies_pod_security, or none")
+    if level != "none":
+        state.objs = profile_namespace_labels(state.objs, "", pod_security.labels(level))
+
+
+def images_pass(state):
+    """Pull every image from its mirror (mirror {prefixes, digests}), and list what was mirrored."""
+    mirror = state.options.get("mirror")
+    if mirror is None:
+        return
+    result = state.result
+    state.objs, result["mirror"], result["unmatched_images"], result["mirror_warnings"] = mirror_images(
+        state.objs, mirror.get("prefixes") or {}, mirror.get("digests") or {})
+    result["mirror_lines"] = mirror_lines(result["mirror"])
+
+
+def scc_pass(state):
+    """Derive the least privileged SCC of each service account (scc {uid_range}), and its audit."""
+    scc = state.options.get("scc")
+    if scc is not None:
+        state.result["grants"] = derive_scc(state.objs, scc.get("uid_range"))
+        state.result["audit"] = audit_table(state.result["grants"])
+
+
+def mesh_membership_pass(state):
+    """Make the components' namespace a member of the mesh: its labels (a revision's wins over
+    istio-injection) and a ServiceMeshMember on Service Mesh 2."""
+    if not state.options.get("mesh_membership"):
+        return
+    labels, state.members = mesh_member(state.options["mesh_membership"], state.namespace)
+    own = dict(state.injection.get(state.namespace) or {})
+    if "istio.io/rev" in labels:  # istio-injection would win over the mesh's revision
+        own.pop("istio-injection", None)
+    state.injection[state.namespace] = dict(own, **labels)
+
+
+def pod_security_pass(state):
+    """Derive the Pod Security level of every namespace the objects live in, and label it."""
+    names = sorted(set(_ns(obj) for obj in state.objs if _ns(obj)) |
+                   set(_name(obj) for obj in state.objs if obj.get("kind") == "Namespace"))
+    levels = derive_pod_security(state.objs, names, state.options.get("pod_security") or "auto")
+    state.result["pod_security"] = levels
+    state.result["pod_security_table"] = pod_security_table(levels)
+    for name, entry in levels.items():
+        state.injection[name] = dict(state.injection.get(name) or {}, **pod_security.labels(entry["level"]))
+
+
+def platform_namespaces_pass(state):
+    """Put the platform Namespaces, with their labels, first; add the mesh members and the SCC
+    grants' RoleBindings."""
+    state.objs = platform_namespaces(state.objs, state.injection) + [_label(obj, "mesh") for obj in state.members]
+    if state.result["grants"]:
+        state.objs += [_label(b, "scc") for b in scc_objects(state.result["grants"])]
+
+
+def ownership_pass(state):
+    """Plain objects for GitOps (render), or the apply-time ownership markers and aggregated rules."""
+    if state.options.get("render"):
+        state.objs = [_plain(obj) for obj in state.objs]
+    else:
+        state.objs = ownership_policy(aggregated_rules(state.objs), state.options.get("take_over") or ())
+
+
+# assemble's passes, in order: later passes see what earlier ones did (images are mirrored after
+# sidecars are injected, SCCs and Pod Security levels are derived from the final pods, and the
+# namespaces get every label the passes before gave them).
+PASSES = (namespace_pass, api_versions_pass, argo_pass, metadata_envoy_pass, virtualservices_pass,
+          gateway_principals_pass, sidecars_pass, profile_pod_security_pass, images_pass, scc_pass,
+          mesh_membership_pass, pod_security_pass, platform_namespaces_pass, ownership_pass)
+
+
+def assemble(rendered, options, passes=PASSES):
+    """Everything the role applies or writes, from {component: [rendered objects]}: the rendered
+    objects, labelled with their component, through each of `passes` in turn (PASSES).
 
     Returns {objects, grants, audit, pod_security, pod_security_table, mirror, mirror_lines,
     unmatched_images}. `options` keys (all optional): namespace, pod_security (auto, a level or none),
@@ -966,71 +1144,11 @@ def assemble(rendered, options):
             "Pass the kustomize module's `components` result")
     # plain data first: copying Ansible's lazy containers object by object is very slow
     rendered, options = plain(rendered), plain(options)
-    objs = label_components(rendered)
-    namespace = options.get("namespace") or "kubeflow"
-    objs = set_namespace(objs, namespace)
-    objs = set_api_versions(objs, options.get("api_versions") or {})
-    result = {"mirror": [], "mirror_lines": [], "unmatched_images": [], "mirror_warnings": [], "grants": [],
-              "audit": []}
-    if options.get("argo") is not None:
-        argo = options["argo"]
-        objs = external_argo(objs, argo.get("s3") or {}, configmap=argo.get("configmap") or
-                             "workflow-controller-configmap")
-    if options.get("metadata_envoy") is not None:
-        envoy = options["metadata_envoy"]
-        objs = metadata_envoy_base_id(objs, base_id=envoy.get("base_id", 1), config=envoy.get("config") or
-                                      "/etc/envoy.yaml")
-    if options.get("virtualservice") is not None:
-        vs = options["virtualservice"]
-        objs = adapt_virtualservices(objs, vs.get("gateway") or "", vs.get("hosts") or None,
-                                     vs.get("export_to") or None)
-    if options.get("principals"):
-        objs = profile_controller_principals(objs, options["principals"])
-    injection = {}
-    if options.get("sidecar") is not None:
-        sidecar = options["sidecar"]
-        injected = list(sidecar.get("namespaces") or [namespace])
-        objs = inject_sidecars(objs, injected, sidecar.get("revision") or "",
-                               tuple(sidecar.get("authservice") or ("authservice",)), tuple(sidecar.get("exclude") or ()))
-        labels = {"istio.io/rev": sidecar["revision"]} if sidecar.get("revision") else {"istio-injection": "enabled"}
-        injection = dict((name, labels) for name in injected)
-        objs = profile_namespace_labels(objs, sidecar.get("revision") or "")
-    profile_level = options.get("profile_pod_security") or "none"
-    require(profile_level in pod_security.LEVELS + ("none",), "components_profile_pod_security",
-            "must be one of %s, not %r" % (", ".join(pod_security.LEVELS + ("none",)), profile_level),
-            "Give the level of namespace_policies_pod_security, or none")
-    if profile_level != "none":
-        objs = profile_namespace_labels(objs, "", pod_security.labels(profile_level))
-    if options.get("mirror") is not None:
-        mirror = options["mirror"]
-        objs, result["mirror"], result["unmatched_images"], result["mirror_warnings"] = mirror_images(
-            objs, mirror.get("prefixes") or {}, mirror.get("digests") or {})
-        result["mirror_lines"] = mirror_lines(result["mirror"])
-    if options.get("scc") is not None:
-        scc = options["scc"]
-        result["grants"] = derive_scc(objs, scc.get("uid_range"))
-        result["audit"] = audit_table(result["grants"])
-    members = []
-    if options.get("mesh_membership"):
-        labels, members = mesh_member(options["mesh_membership"], namespace)
-        own = dict(injection.get(namespace) or {})
-        if "istio.io/rev" in labels:  # istio-injection would win over the mesh's revision
-            own.pop("istio-injection", None)
-        injection[namespace] = dict(own, **labels)
-    names = sorted(set(_ns(obj) for obj in objs if _ns(obj)) |
-                   set(_name(obj) for obj in objs if obj.get("kind") == "Namespace"))
-    result["pod_security"] = derive_pod_security(objs, names, options.get("pod_security") or "auto")
-    result["pod_security_table"] = pod_security_table(result["pod_security"])
-    for name, entry in result["pod_security"].items():
-        injection[name] = dict(injection.get(name) or {}, **pod_security.labels(entry["level"]))
-    objs = platform_namespaces(objs, injection) + [_label(obj, "mesh") for obj in members]
-    objs += [_label(b, "scc") for b in scc_objects(result["grants"])] if result["grants"] else []
-    if options.get("render"):
-        objs = [_plain(obj) for obj in objs]
-    else:
-        objs = ownership_policy(aggregated_rules(objs), options.get("take_over") or ())
-    result["objects"] = objs
-    return result
+    state = Assembly(label_components(rendered), options)
+    for step in passes:
+        step(state)
+    state.result["objects"] = state.objs
+    return state.result
 
 
 def _label(obj, component):

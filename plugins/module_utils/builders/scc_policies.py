@@ -11,8 +11,11 @@ strategies against a pod spec the way OpenShift's SCC admission validates it
 privilege escalation, added capabilities, host network/PID/IPC and host ports, volume types and
 hostPath, runAsUser (MustRunAsRange, MustRunAsNonRoot, RunAsAny), SELinux, fsGroup and
 supplementalGroups (MustRunAs within the namespace's range, RunAsAny), seccomp profiles (the
-fields and the seccomp annotations, which SCC admission still reads), and sysctls.
-runAsGroup is read too, but no SCC has a strategy for it, so it never decides.
+fields and the seccomp annotations, which SCC admission still reads) and sysctls: one check per
+field, pod fields first, then each container's (_POD_CHECKS, _CONTAINER_CHECKS).
+runAsGroup is not read: none of these six SCCs sets a runAsGroup strategy, and the admission
+checks runAsGroup only under one (newer releases' sccmatching/provider.go, where an SCC without
+one is RunAsAny), so it never decides.
 
 `least_privileged()` walks ORDER, OpenShift's own order of restrictiveness, and returns the first
 SCC that admits every pod, with the fields that the SCC just before it refused: the fields that
@@ -140,36 +143,175 @@ def _volume_type(volume):
     return next((key for key in sorted(volume) if key != "name"), "")
 
 
-def _seccomp_refusals(scc, spec, pod, annotations):
+class _Pod:
+    """A pod spec under check, with the namespace's ranges its fixed IDs must fall in."""
+
+    __slots__ = ("spec", "context", "annotations", "uid_range", "group_range")
+
+    def __init__(self, spec, uid_range, group_range, annotations=None):
+        self.spec = spec or {}
+        self.context = self.spec.get("securityContext") or {}
+        self.annotations = annotations or {}
+        self.uid_range = uid_range
+        self.group_range = group_range if group_range is not None else uid_range
+
+
+class _Container:
+    """One container of the pod under check: its fields, its securityContext and that one's path."""
+
+    __slots__ = ("where", "fields", "context", "path")
+
+    def __init__(self, where, fields):
+        self.where = where
+        self.fields = fields
+        self.context = fields.get("securityContext") or {}
+        self.path = "spec.%s.securityContext" % where
+
+
+# -- the pod's fields (OpenShift's pod validators)
+
+def _host_namespaces(scc, pod):
+    return [("spec.%s" % field, "host namespace not allowed")
+            for field, allow in (("hostNetwork", "allowHostNetwork"), ("hostPID", "allowHostPID"),
+                                 ("hostIPC", "allowHostIPC"))
+            if pod.spec.get(field) and not scc[allow]]
+
+
+def _volumes(scc, pod):
+    found = []
+    for index, volume in enumerate(pod.spec.get("volumes") or []):
+        kind = _volume_type(volume or {})
+        if kind == "hostPath" and not scc["allowHostDirVolumePlugin"]:
+            found.append(("spec.volumes[%d].hostPath" % index, "host path volumes are not allowed"))
+        elif "*" not in scc["volumes"] and kind not in scc["volumes"]:
+            found.append(("spec.volumes[%d].%s" % (index, kind), "%s volumes are not allowed" % kind))
+    return found
+
+
+def _fs_group(scc, pod):
+    group = pod.context.get("fsGroup")
+    if scc["fsGroup"] != "MustRunAs" or not isinstance(group, int) or _in_range(group, pod.group_range):
+        return []
+    return [("spec.securityContext.fsGroup", "%d is %s" % (group, _range_text(pod.group_range)))]
+
+
+def _supplemental_groups(scc, pod):
+    if scc["supplementalGroups"] != "MustRunAs":
+        return []
+    return [("spec.securityContext.supplementalGroups", "%d is %s" % (group, _range_text(pod.group_range)))
+            for group in pod.context.get("supplementalGroups") or [] if not _in_range(group, pod.group_range)]
+
+
+def _pod_selinux(scc, pod):
+    return _selinux(scc, pod.context, "spec.securityContext")
+
+
+def _seccomp_profiles(scc, pod):
     """The seccomp profiles of the pod and of each container, as the SCC seccomp strategy reads
     them (pod: its annotation, else its field; a container: its field, else its annotation, else
-    the pod's), checked against the SCC: [(field path, why)]."""
-    found = []
-    pod_key = "metadata.annotations[%s]" % SECCOMP_POD_ANNOTATION
-    if annotations.get(SECCOMP_POD_ANNOTATION):
-        where, profile = pod_key, annotations[SECCOMP_POD_ANNOTATION]
+    the pod's, which is checked once for the pod)."""
+    if pod.annotations.get(SECCOMP_POD_ANNOTATION):
+        found = [("metadata.annotations[%s]" % SECCOMP_POD_ANNOTATION, pod.annotations[SECCOMP_POD_ANNOTATION])]
     else:
-        where, profile = "spec.securityContext.seccompProfile", _seccomp(pod.get("seccompProfile"))
-    why = _seccomp_refusal(scc, profile)
-    if why:
-        found.append((where, why))
-    for path, container in _containers(spec):
+        found = [("spec.securityContext.seccompProfile", _seccomp(pod.context.get("seccompProfile")))]
+    for path, container in _containers(pod.spec):
         ctx = container.get("securityContext") or {}
         key = SECCOMP_CONTAINER_ANNOTATION + str(container.get("name", ""))
         if "seccompProfile" in ctx:
-            where, profile = "spec.%s.securityContext.seccompProfile" % path, _seccomp(ctx.get("seccompProfile"))
-        elif key in annotations:
-            where, profile = "metadata.annotations[%s]" % key, annotations[key]
-        else:
-            continue  # the pod's profile, checked above
-        why = _seccomp_refusal(scc, profile)
-        if why:
-            found.append((where, why))
+            found.append(("spec.%s.securityContext.seccompProfile" % path, _seccomp(ctx.get("seccompProfile"))))
+        elif key in pod.annotations:
+            found.append(("metadata.annotations[%s]" % key, pod.annotations[key]))
+    return [(where, why) for where, why in ((where, _seccomp_refusal(scc, profile)) for where, profile in found) if why]
+
+
+def _sysctls(scc, pod):
+    """Sysctls: the safe ones anywhere, any other only where allowedUnsafeSysctls lists it."""
+    found = []
+    for index, sysctl in enumerate(pod.context.get("sysctls") or []):
+        name = str((sysctl or {}).get("name", ""))
+        if name not in SAFE_SYSCTLS and not _unsafe_sysctl_allowed(scc, name):
+            found.append(("spec.securityContext.sysctls[%d]" % index, "unsafe sysctl %s is not allowed" % name))
     return found
 
 
 def _unsafe_sysctl_allowed(scc, name):
     return any(name.startswith(p[:-1]) if p.endswith("*") else name == p for p in scc["allowedUnsafeSysctls"] or [])
+
+
+# -- each container's fields (OpenShift's container validators)
+
+def _privileged(scc, _pod, box):
+    if box.context.get("privileged") and not scc["allowPrivilegedContainer"]:
+        return [(box.path + ".privileged", "privileged containers are not allowed")]
+    return []
+
+
+def _privilege_escalation(scc, _pod, box):
+    if box.context.get("allowPrivilegeEscalation") and not scc["allowPrivilegeEscalation"]:
+        return [(box.path + ".allowPrivilegeEscalation", "privilege escalation is not allowed")]
+    return []
+
+
+def _capabilities(scc, _pod, box):
+    allowed = scc["allowedCapabilities"] or []
+    if "*" in allowed:
+        return []
+    return [(box.path + ".capabilities.add", "capability %s may not be added" % cap)
+            for cap in (box.context.get("capabilities") or {}).get("add") or []
+            if cap not in allowed and "CAP_" + cap not in allowed]
+
+
+def _host_ports(scc, _pod, box):
+    if scc["allowHostPorts"]:
+        return []
+    return [("spec.%s.ports" % box.where, "host port %s is not allowed" % port["hostPort"])
+            for port in box.fields.get("ports") or [] if port.get("hostPort")]
+
+
+def _user(scc, pod, box):
+    """runAsUser, the container's or else the pod's, under the SCC's strategy (RunAsAny: any)."""
+    check = _USER_STRATEGIES.get(scc["runAsUser"])
+    if check is None:
+        return []
+    uid = box.context.get("runAsUser", pod.context.get("runAsUser"))
+    has_uid = isinstance(uid, int) and not isinstance(uid, bool)
+    where = box.path + ".runAsUser" if "runAsUser" in box.context else "spec.securityContext.runAsUser"
+    return check(pod, box, uid if has_uid else None, where)
+
+
+def _user_in_range(pod, _box, uid, where):
+    if uid is None or _in_range(uid, pod.uid_range):
+        return []
+    return [(where, "%d is %s" % (uid, _range_text(pod.uid_range)))]
+
+
+def _user_not_root(pod, box, uid, where):
+    if uid == 0:
+        return [(where, "0 (root) is not allowed")]
+    if uid is None and box.context.get("runAsNonRoot", pod.context.get("runAsNonRoot")) is False:
+        return [(box.path + ".runAsNonRoot", "false without a non-root runAsUser is not allowed")]
+    return []
+
+
+_USER_STRATEGIES = {"MustRunAsRange": _user_in_range, "MustRunAsNonRoot": _user_not_root}
+
+
+def _container_selinux(scc, _pod, box):
+    return _selinux(scc, box.context, box.path)
+
+
+def _selinux(scc, context, path):
+    """MustRunAs: only the namespace's context, which admission sets; any other is refused."""
+    if scc["seLinuxContext"] == "MustRunAs" and context.get("seLinuxOptions"):
+        return [(path + ".seLinuxOptions", "only the namespace's SELinux context is allowed")]
+    return []
+
+
+# The checks in the order their refusals are listed: the first refusal is the field that forced a
+# grant (least_privileged).
+_POD_CHECKS = (_host_namespaces, _volumes, _fs_group, _supplemental_groups, _pod_selinux, _seccomp_profiles,
+               _sysctls)
+_CONTAINER_CHECKS = (_privileged, _privilege_escalation, _capabilities, _host_ports, _user, _container_selinux)
 
 
 def refusals(name, spec, uid_range=None, group_range=None, annotations=None):
@@ -180,61 +322,14 @@ def refusals(name, spec, uid_range=None, group_range=None, annotations=None):
     set otherwise). Unknown (None or {}): a fixed value is taken to be outside. `annotations` are
     the pod's, for the seccomp annotations SCC admission reads."""
     scc = SCCS[name]
-    group_range = group_range if group_range is not None else uid_range
+    pod = _Pod(spec, uid_range, group_range, annotations)
     found = []
-    spec = spec or {}
-    pod = spec.get("securityContext") or {}
-    for field, allow in (("hostNetwork", "allowHostNetwork"), ("hostPID", "allowHostPID"),
-                         ("hostIPC", "allowHostIPC")):
-        if spec.get(field) and not scc[allow]:
-            found.append(("spec.%s" % field, "host namespace not allowed"))
-    for index, volume in enumerate(spec.get("volumes") or []):
-        kind = _volume_type(volume or {})
-        if kind == "hostPath" and not scc["allowHostDirVolumePlugin"]:
-            found.append(("spec.volumes[%d].hostPath" % index, "host path volumes are not allowed"))
-        elif "*" not in scc["volumes"] and kind not in scc["volumes"]:
-            found.append(("spec.volumes[%d].%s" % (index, kind), "%s volumes are not allowed" % kind))
-    if isinstance(pod.get("fsGroup"), int) and scc["fsGroup"] == "MustRunAs" and \
-            not _in_range(pod["fsGroup"], group_range):
-        found.append(("spec.securityContext.fsGroup", "%d is %s" % (pod["fsGroup"], _range_text(group_range))))
-    if scc["supplementalGroups"] == "MustRunAs":
-        for group in pod.get("supplementalGroups") or []:
-            if not _in_range(group, group_range):
-                found.append(("spec.securityContext.supplementalGroups",
-                              "%d is %s" % (group, _range_text(group_range))))
-    if scc["seLinuxContext"] == "MustRunAs" and pod.get("seLinuxOptions"):
-        found.append(("spec.securityContext.seLinuxOptions", "only the namespace's SELinux context is allowed"))
-    found += _seccomp_refusals(scc, spec, pod, annotations or {})
-    for index, sysctl in enumerate(pod.get("sysctls") or []):
-        sysctl_name = str((sysctl or {}).get("name", ""))
-        if sysctl_name not in SAFE_SYSCTLS and not _unsafe_sysctl_allowed(scc, sysctl_name):
-            found.append(("spec.securityContext.sysctls[%d]" % index, "unsafe sysctl %s is not allowed" % sysctl_name))
-    for where, container in _containers(spec):
-        ctx = container.get("securityContext") or {}
-        path = "spec.%s.securityContext" % where
-        if ctx.get("privileged") and not scc["allowPrivilegedContainer"]:
-            found.append((path + ".privileged", "privileged containers are not allowed"))
-        if ctx.get("allowPrivilegeEscalation") and not scc["allowPrivilegeEscalation"]:
-            found.append((path + ".allowPrivilegeEscalation", "privilege escalation is not allowed"))
-        allowed = scc["allowedCapabilities"] or []
-        for cap in (ctx.get("capabilities") or {}).get("add") or []:
-            if "*" not in allowed and cap not in allowed and "CAP_" + cap not in allowed:
-                found.append((path + ".capabilities.add", "capability %s may not be added" % cap))
-        for port in container.get("ports") or []:
-            if port.get("hostPort") and not scc["allowHostPorts"]:
-                found.append(("spec.%s.ports" % where, "host port %s is not allowed" % port["hostPort"]))
-        uid = ctx.get("runAsUser", pod.get("runAsUser"))
-        uid_path = path + ".runAsUser" if "runAsUser" in ctx else "spec.securityContext.runAsUser"
-        has_uid = isinstance(uid, int) and not isinstance(uid, bool)
-        if scc["runAsUser"] == "MustRunAsRange" and has_uid and not _in_range(uid, uid_range):
-            found.append((uid_path, "%d is %s" % (uid, _range_text(uid_range))))
-        elif scc["runAsUser"] == "MustRunAsNonRoot":
-            if has_uid and uid == 0:
-                found.append((uid_path, "0 (root) is not allowed"))
-            elif ctx.get("runAsNonRoot", pod.get("runAsNonRoot")) is False and not has_uid:
-                found.append((path + ".runAsNonRoot", "false without a non-root runAsUser is not allowed"))
-        if scc["seLinuxContext"] == "MustRunAs" and ctx.get("seLinuxOptions"):
-            found.append((path + ".seLinuxOptions", "only the namespace's SELinux context is allowed"))
+    for check in _POD_CHECKS:
+        found += check(scc, pod)
+    for where, fields in _containers(pod.spec):
+        box = _Container(where, fields)
+        for check in _CONTAINER_CHECKS:
+            found += check(scc, pod, box)
     return _unique(found)
 
 
