@@ -252,6 +252,41 @@ class ProfileController:
         self._thread.join(10)
 
 
+# ---------------------------------------------------------------- oauth-proxy's identity headers
+
+def oauth_proxy_headers(name, bearer=False):
+    """The identity headers oauth-proxy (openshift/oauth-proxy at 2b9ee007, pass-user-headers on)
+    sets for the OpenShift user `name`. A browser session: providers/openshift GetEmailAddress
+    makes the e-mail the name, with "@cluster.local" appended when it holds no "@"; the cookie keeps
+    that e-mail, and providers/session_state.go DecodeSessionState makes User the part before its
+    first "@" and Email the whole. A bearer token (CheckRequestAuth, ValidateRequest): User is the
+    name, Email the name + "@cluster.local". oauthproxy.go then sets X-Forwarded-User = User and
+    X-Forwarded-Email = Email (the e-mail only when it is not empty)."""
+    if bearer:
+        user, email = name, name + "@cluster.local"
+    else:
+        email = name if "@" in name else name + "@cluster.local"
+        user = email.split("@")[0]
+    return {"X-Forwarded-User": user, "X-Forwarded-Email": email}
+
+
+def _go_header_key(name):
+    """net/textproto.CanonicalMIMEHeaderKey: how Go's server files a header the client sent."""
+    return "-".join(part[:1].upper() + part[1:].lower() for part in name.split("-"))
+
+
+def oauth_proxy_upstream_headers(client_headers, name, bearer=False):
+    """The headers of the request oauth-proxy passes upstream for a client that sent
+    `client_headers` and is logged in as `name`: the client's headers (Go files them under
+    canonical keys), with X-Forwarded-User and X-Forwarded-Email replaced by the proxy's
+    (`req.Header[key] = []string{value}`). Everything else the client sent passes through."""
+    out = {}
+    for key, value in client_headers.items():
+        out[_go_header_key(key)] = value
+    out.update(oauth_proxy_headers(name, bearer))
+    return out
+
+
 # ---------------------------------------------------------------- OLM
 
 SUBSCRIPTIONS = ("operators.coreos.com/v1alpha1", "Subscription")
