@@ -287,6 +287,39 @@ def oauth_proxy_upstream_headers(client_headers, name, bearer=False):
     return out
 
 
+# ---------------------------------------------------------------- OpenShift Serverless (Knative Serving)
+
+def knative_serving_workloads(serving_namespace="knative-serving", ingress_namespace=None):
+    """The ServiceAccounts and Deployments the Serverless operator runs for a KnativeServing with
+    Kourier (openshift-knative/serverless-operator at 02f6bc2c: kodata/knative-serving/latest/
+    2-serving-core.yaml, kodata/ingress/latest/kourier/1-net-kourier.yaml, and
+    pkg/serving/kourier.go, which moves Kourier to <serving namespace>-ingress). The activator
+    runs as `activator`, the autoscaler and controller as `controller`; Kourier's gateway names
+    no service account; its controller runs as `net-kourier`. The data path to the inference
+    pods is the activator and the gateway (labelled kfocp.test/data-path here)."""
+    ingress_namespace = ingress_namespace or serving_namespace + "-ingress"
+    workloads = [(serving_namespace, "activator", "activator", True), (serving_namespace, "autoscaler", "controller", False),
+                 (serving_namespace, "controller", "controller", False),
+                 (ingress_namespace, "3scale-kourier-gateway", None, True),
+                 (ingress_namespace, "net-kourier-controller", "net-kourier", False)]
+    out = []
+    for namespace, name, account, data_path in workloads:
+        labels = {"app": name}
+        pod = {"containers": [{"name": name, "image": "registry.example/knative/%s:latest" % name}]}
+        if account:
+            pod["serviceAccountName"] = account
+            sa = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": account, "namespace": namespace}}
+            if sa not in out:
+                out.append(sa)
+        meta = {"name": name, "namespace": namespace, "labels": dict(labels)}
+        if data_path:
+            meta["labels"]["kfocp.test/data-path"] = "true"
+        out.append({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta,
+                    "spec": {"selector": {"matchLabels": labels},
+                             "template": {"metadata": {"labels": dict(labels)}, "spec": pod}}})
+    return out
+
+
 # ---------------------------------------------------------------- OLM
 
 SUBSCRIPTIONS = ("operators.coreos.com/v1alpha1", "Subscription")
