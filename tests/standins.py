@@ -5,6 +5,7 @@ Each behaves as the real one does, as /work/shared/facts/profile-controller.md a
 sources describe; tests/unit/test_standins.py holds them to it. A stand-in that is kinder than the
 controller it plays lets the roles pass here and fail on a cluster, so none of them may be loosened.
 """
+import re
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -62,6 +63,57 @@ def authorization_policy_spec(profile_name, owner, env=None, userid=DEFAULT_USER
         {"from": [{"source": {"principals": [env["NOTEBOOK_CONTROLLER_PRINCIPAL"]]}}],
          "to": [{"operation": {"methods": ["GET"], "paths": ["*/api/kernels"]}}]},
     ]}
+
+
+# ---------------------------------------------------------------- KFAM (the dashboard's "Manage contributors")
+# kubeflow/dashboard, components/access-management/kfam/bindings.go (commit 0e812cda): KFAM runs in
+# profiles-deployment and reads the same two principals from its environment.
+KFAM_ROLES = {"admin": "kubeflow-admin", "edit": "kubeflow-edit", "view": "kubeflow-view"}
+
+
+def kfam_binding_name(user, role):
+    """getBindingName: User-<user>-ClusterRole-<role>, lower case, every run of characters other
+    than letters and digits made '-'."""
+    raw = "-".join(["User", re.sub(r"[^a-zA-Z0-9]+", "-", user), "ClusterRole", role]).lower()
+    return re.sub(r"[^a-zA-Z0-9]+", "-", raw)
+
+
+def kfam_contributor_objects(namespace, user, role, env=None, userid=DEFAULT_USERID):
+    """What KFAM's BindingClient.Create writes for a contributor: a RoleBinding to kubeflow-<role>
+    and an AuthorizationPolicy (no action: ALLOW) with one rule, the user header from the gateway
+    and pipelines UI principals of its environment (upstream's defaults when unset), both named
+    kfam_binding_name() and annotated user and role."""
+    env = dict(DEFAULT_ENV, **{k: v for k, v in (env or {}).items() if k in DEFAULT_ENV and v})
+    header, prefix = userid
+    name = kfam_binding_name(user, role)
+    meta = {"name": name, "namespace": namespace, "annotations": {"user": user, "role": role}}
+    return [{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": dict(meta),
+             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": KFAM_ROLES[role]},
+             "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}]},
+            {"apiVersion": "security.istio.io/v1beta1", "kind": "AuthorizationPolicy", "metadata": dict(meta),
+             "spec": {"rules": [{"when": [{"key": "request.headers[%s]" % header, "values": [prefix + user]}],
+                                 "from": [{"source": {"principals": [env["ISTIO_INGRESS_GATEWAY_PRINCIPAL"],
+                                                                     env["KFP_UI_PRINCIPAL"]]}}]}]}}]
+
+
+def kfam_add_contributor(kube, namespace, user, role, rolebinding_client=None):
+    """KFAM adding a contributor, configured as the profile controller's Deployment kfocp made
+    configures it: both objects created (POST, field manager kfam); the RoleBinding with
+    `rolebinding_client` when given. Returns the name."""
+    env, userid, _labels = ProfileController(kube).configuration()
+    objs = kfam_contributor_objects(namespace, user, role, env, userid)
+    for client, body in zip((rolebinding_client or kube, kube), objs):
+        res = client.resource(body["apiVersion"], body["kind"])
+        client.request("POST", client.path(res, namespace), query={"fieldManager": "kfam"}, body=body)
+    return objs[0]["metadata"]["name"]
+
+
+def owner_access_policy(profile_name, owner, env=None, userid=DEFAULT_USERID):
+    """The ns-owner-access-istio AuthorizationPolicy the controller writes in the profile's
+    namespace (without the ownerReference, which names the live Profile)."""
+    return {"apiVersion": "security.istio.io/v1beta1", "kind": "AuthorizationPolicy",
+            "metadata": {"name": AUTHZ_NAME, "namespace": profile_name, "annotations": {"user": owner, "role": "admin"}},
+            "spec": authorization_policy_spec(profile_name, owner, env, userid)}
 
 
 def refusal(namespace, owner):
