@@ -454,45 +454,57 @@ def mesh_ready_status(generation, ready=True):
                             "lastTransitionTime": _now()}]}
 
 
-def _maistra_gateway_labels(name, gateway):
-    """The labels an additional ingress gateway of an SMCP gives its pods."""
-    labels = ((gateway.get("runtime") or {}).get("pod") or {}).get("metadata", {}).get("labels")
-    return dict(labels or {"istio": name})
+# The chart's labels of a gateway given none (gateways/istio-ingress values.yaml).
+MAISTRA_DEFAULT_GATEWAY_LABELS = {"app": "istio-ingressgateway", "istio": "ingressgateway"}
+
+
+def _maistra_gateway_labels(gateway):
+    """The labels the Service Mesh 2 operator gives an additional ingress gateway (maistra/
+    istio-operator, conversion/gateways.go gatewayConfigToValues: from service.metadata.labels;
+    runtime.pod.metadata.labels becomes podLabels, which the gateway chart never reads)."""
+    labels = (((gateway.get("service") or {}).get("metadata") or {}).get("labels"))
+    return dict(labels or MAISTRA_DEFAULT_GATEWAY_LABELS)
 
 
 def maistra_network_policies(smcp, members):
     """The NetworkPolicies the Service Mesh 2 operator writes for a ServiceMeshControlPlane whose
-    spec.security.manageNetworkPolicy is not false (its default is true), after its 2.x charts:
-    in the control plane's namespace, one admitting the member namespaces, one admitting the
-    OpenShift router, and one per ingress gateway admitting everything to its pods; in each
-    member namespace, one admitting the other members and one admitting the router to the pods
-    labelled maistra.io/expose-route. `members` are the member namespaces' names."""
+    spec.security.manageNetworkPolicy is not false (its default is true), after its charts
+    (mesh-config, istio-discovery and gateways/istio-ingress networkpolicy.yaml): in the control
+    plane's namespace istio-mesh-<rev> (every pod, from the member namespaces),
+    istio-expose-route-<rev> (pods labelled maistra.io/expose-route, from the router's namespaces),
+    istio-istiod-<rev> (istiod's pods) and one per ingress gateway, named after it, admitting
+    everything to its pods. The memberroll controller copies the policies not annotated
+    maistra.io/internal (istio-mesh and istio-expose-route) into each member namespace.
+    `members` are the member namespaces' names."""
     spec = smcp.get("spec") or {}
     if ((spec.get("security") or {}).get("manageNetworkPolicy")) is False:
         return []
     cp_ns, rev = smcp["metadata"]["namespace"], smcp["metadata"]["name"]
-    internal = {"maistra.io/internal": "true"}
 
-    def policy(name, namespace, pod_selector, ingress):
-        return {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
-                "metadata": {"name": name, "namespace": namespace, "annotations": dict(internal),
-                             "labels": {"maistra-version": spec.get("version", "v2.6").lstrip("v") + ".0",
-                                        "maistra.io/owner": cp_ns}},
+    def policy(name, namespace, pod_selector, ingress, internal=False):
+        meta = {"name": name, "namespace": namespace,
+                "labels": {"maistra-version": spec.get("version", "v2.6").lstrip("v") + ".0", "maistra.io/owner": cp_ns}}
+        if internal:
+            meta["annotations"] = {"maistra.io/internal": "true"}
+        return {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": meta,
                 "spec": {"podSelector": pod_selector, "policyTypes": ["Ingress"], "ingress": ingress}}
-    from_members = [{"from": [{"namespaceSelector": {"matchLabels": {"maistra.io/member-of": cp_ns}}}]}]
-    from_router = [{"from": [{"namespaceSelector": {"matchLabels": {"network.openshift.io/policy-group": "ingress"}}}]}]
-    out = [policy("istio-mesh-" + rev, cp_ns, {}, from_members),
-           policy("istio-ingress-router-" + rev, cp_ns, {}, from_router)]
+    shared = [policy("istio-mesh-" + rev, cp_ns, {},
+                     [{"from": [{"namespaceSelector": {"matchLabels": {"maistra.io/member-of": cp_ns}}}]}]),
+              policy("istio-expose-route-" + rev, cp_ns, {"matchLabels": {"maistra.io/expose-route": "true"}},
+                     [{"from": [{"namespaceSelector": {"matchLabels": {"network.openshift.io/policy-group": "ingress"}}}]}])]
+    # the chart's ingress item ("- ports:" then "port: webhook" at the item's indent) holds no
+    # field that narrows it, so it admits everything to istiod's pods
+    out = shared + [policy("istio-istiod-" + rev, cp_ns, {"matchLabels": {"app": "istiod", "istio.io/rev": rev}},
+                           [{}], internal=True)]
     gateways = spec.get("gateways") or {}
     for name, gateway in sorted((gateways.get("additionalIngress") or {}).items()):
         if gateway.get("enabled", True):
             # the chart selects with the labels it gives the gateway's pods, so it always selects them
             out.append(policy(name, gateway.get("namespace") or cp_ns,
-                              {"matchLabels": _maistra_gateway_labels(name, gateway)}, [{}]))
+                              {"matchLabels": _maistra_gateway_labels(gateway)}, [{}], internal=True))
     for member in members:
-        out.append(policy("istio-mesh-" + rev, member, {}, from_members))
-        out.append(policy("istio-expose-route-" + rev, member,
-                          {"matchLabels": {"maistra.io/expose-route": "true"}}, from_router))
+        for source in shared:
+            out.append(dict(source, metadata=dict(source["metadata"], namespace=member)))
     return out
 
 
@@ -564,15 +576,21 @@ def ingress_gateway_objects(name, namespace, labels, ports, image):
 
 def maistra_gateway_objects(smcp):
     """What the Service Mesh 2 operator runs for each additional ingress gateway of a
-    ServiceMeshControlPlane: the gateway's pods carry the labels of runtime.pod.metadata.labels,
-    in the gateway's namespace (the control plane's by default)."""
+    ServiceMeshControlPlane, in the gateway's namespace (the control plane's by default): the
+    chart's Deployment selects, and labels its pods with, the gateway's labels (_maistra_gateway_labels),
+    and adds maistra.io/gateway: <name>.<namespace> and maistra-control-plane: <cp namespace>."""
     out = []
+    cp_ns = smcp["metadata"]["namespace"]
     gateways = ((smcp.get("spec") or {}).get("gateways") or {}).get("additionalIngress") or {}
     for name, gateway in sorted(gateways.items()):
         if not gateway.get("enabled", True):
             continue
-        labels = dict(_maistra_gateway_labels(name, gateway), app=name)
+        namespace = gateway.get("namespace") or cp_ns
+        labels = _maistra_gateway_labels(gateway)
         ports = [dict(p) for p in (gateway.get("service") or {}).get("ports") or []]
-        out += ingress_gateway_objects(name, gateway.get("namespace") or smcp["metadata"]["namespace"], labels, ports,
+        objs = ingress_gateway_objects(name, namespace, labels, ports,
                                        "registry.redhat.io/openshift-service-mesh/proxyv2-rhel9:2.6")
+        pod_labels = objs[1]["spec"]["template"]["metadata"]["labels"]
+        pod_labels.update({"maistra.io/gateway": "%s.%s" % (name, namespace), "maistra-control-plane": cp_ns})
+        out += objs
     return out
