@@ -190,12 +190,9 @@ class ProfileController:
         env, userid, labels = config or self.configuration()
         meta = profile["metadata"]
         name = meta["name"]
-        if meta.get("deletionTimestamp"):
-            if FINALIZER in (meta.get("finalizers") or []):
-                # the plugins' revocation (IAM trust, annotations) has nothing to undo here
-                meta["finalizers"] = [f for f in meta["finalizers"] if f != FINALIZER]
-                self._update(self.profiles, profile)
-            return False
+        # one pass in upstream's order, for a live Profile and for one being deleted alike: the
+        # namespace, the owned objects, and only then the finalizer block (facts: "Order inside
+        # one reconcile"); a refused Profile returns before it, so a deleted one stays Terminating
         owner = ((profile.get("spec") or {}).get("owner") or {})
         owner_name = owner.get("name", "")
         ref = {"apiVersion": "kubeflow.org/v1", "kind": "Profile", "name": name, "uid": meta["uid"],
@@ -243,11 +240,19 @@ class ProfileController:
             self._owned("v1", "ResourceQuota", name, QUOTA_NAME, ref, {}, {"spec": quota})
         elif self.kube.get(quota_res, QUOTA_NAME, name) is not None:
             self.kube.delete(quota_res, QUOTA_NAME, name)
-        if FINALIZER not in (meta.get("finalizers") or []):
-            fresh = self.kube.get(self.profiles, name)
-            if fresh is not None and not fresh["metadata"].get("deletionTimestamp"):
-                fresh["metadata"]["finalizers"] = list(fresh["metadata"].get("finalizers") or []) + [FINALIZER]
+        fresh = self.kube.get(self.profiles, name)
+        if fresh is None:
+            return True
+        finalizers = list(fresh["metadata"].get("finalizers") or [])
+        if fresh["metadata"].get("deletionTimestamp"):
+            if FINALIZER in finalizers:
+                # the plugins' revocation (IAM trust, annotations) has nothing to undo here
+                fresh["metadata"]["finalizers"] = [f for f in finalizers if f != FINALIZER]
                 self._update(self.profiles, fresh)
+            return False
+        if FINALIZER not in finalizers:
+            fresh["metadata"]["finalizers"] = finalizers + [FINALIZER]
+            self._update(self.profiles, fresh)
         return True
 
     def _owned(self, api_version, kind, namespace, name, ref, meta, fields):

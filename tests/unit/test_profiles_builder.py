@@ -274,3 +274,17 @@ def test_contributors_are_admitted_from_the_principals_kfam_is_given(flavour):
     key = list(kfam)[0]
     assert ours[key]["spec"]["rules"] == kfam[key]["spec"]["rules"]
     assert info["principal"] in ours[key]["spec"]["rules"][0]["from"][0]["source"]["principals"]
+
+
+def test_profiles_the_controller_refuses_and_would_never_release_are_found():
+    def live(name, owner, finalizers=(profiles.FINALIZER,)):
+        return {"metadata": {"name": name, "finalizers": list(finalizers)}, "spec": {"owner": {"kind": "User", "name": owner}}}
+
+    def namespace(name, owner=None):
+        return {"metadata": {"name": name, "annotations": {"owner": owner} if owner else {}}}
+    found = profiles.never_released(
+        [live("ok", "alice"), live("moved", "alice"), live("unowned", "alice"), live("fresh", "alice", ()),
+         live("gone", "alice")],
+        [namespace("ok", "alice"), namespace("moved", "bob"), namespace("unowned"), namespace("fresh", "bob")])
+    assert found == [{"name": "moved", "owner": "alice", "namespace_owner": "bob"},
+                     {"name": "unowned", "owner": "alice", "namespace_owner": None}]
