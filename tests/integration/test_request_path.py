@@ -333,7 +333,7 @@ def test_who_reaches_a_tenants_notebook(playbook, kube, control_plane, instance,
         ]
         wrong = [(who, got, want) for who, got, want in table if got[0] != want]
         assert not wrong, "\n".join("%s: reached as %r (%s), expected %r" % (who, got[0], got[1], want)
-                                     for who, got, want in wrong)
+                                    for who, got, want in wrong)
         # cyclonus, reading the same NetworkPolicies, agrees: only the proxy reaches the gateway's pods
         port = mesh.normalise(settings)["gateway"]["http_port"]
         assert cyclonus_allows(kube, tmp_path, proxy_pod, gateway_pod, port) is True
