@@ -240,7 +240,7 @@ def test_who_reaches_a_tenants_notebook(playbook, kube, control_plane, instance,
         # the profile controller, configured by the Deployment kfocp made, makes the namespaces and
         # ns-owner-access-istio; then kfocp gives the namespaces their contributors and mesh membership
         assert sorted(controller.step()) == sorted([profile, other]), controller.refused
-        result = playbook(ROLES, dict(extra, kfocp_roles=["kfocp.kubeflow.profiles", "kfocp.kubeflow.namespace_policies"]))
+        result = playbook("profiles", dict(extra, kfocp_profile_self_service_enabled=False))
         assert result.rc == 0, result.stdout[-3000:]
         # a Profile of another install, whose namespace its admin took out of injection
         kube.apply(kube.resource("kubeflow.org/v1", "Profile"), {
