@@ -231,6 +231,11 @@ def test_who_reaches_a_tenants_notebook(playbook, kube, control_plane, instance,
                      {"name": profile, "owner": {"user": OWNER}, "contributors": [{"user": KFOCP_CONTRIBUTOR, "role": "edit"}]},
                      {"name": other, "owner": {"user": STRANGER}}],
                  **isolated_policies(instance), **mesh_vars(flavour, instance))
+    if flavour == "ossm3":
+        # the revision the profile controller's labels file must name, so that the namespaces it
+        # makes get istio.io/rev without istio-injection (which wins over it in istiod's webhook);
+        # components_sidecar_revision does not follow the service_mesh role's revision by itself
+        extra["components_sidecar_revision"] = mesh.revision(mesh.normalise(settings))
     controller = standins.ProfileController(kube, {"kfocp-test": instance}, only=[profile, other])
     webhooks = kube.resource("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration")
     injector = standins.istiod_injector_webhook(mesh.revision(mesh.normalise(settings)), info["mesh_namespace"])
