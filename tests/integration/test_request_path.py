@@ -220,7 +220,13 @@ def notebook_virtualservice(profile, name, gateway_ref):
 @pytest.mark.parametrize("flavour", ["ossm2", "ossm3", "external"])
 def test_who_reaches_a_tenants_notebook(playbook, kube, control_plane, instance, flavour, tmp_path):
     kf_ns, profile, other, outside = instance + "-kf", instance + "-alice", instance + "-carol", instance + "-out"
-    settings = {"flavour": flavour, **dict((k[len("service_mesh_"):], v) for k, v in mesh_vars(flavour, instance).items())}
+    mesh_variables = mesh_vars(flavour, instance)
+    if flavour == "ossm3":
+        # the default revision: with a named one the profile controller must be given istio.io/rev
+        # through its namespace-labels file (istio-injection wins over it in istiod's webhook), and
+        # the fixture tree's profiles component has no such file
+        mesh_variables["service_mesh_ossm3"] = dict(mesh_variables["service_mesh_ossm3"], name="default")
+    settings = {"flavour": flavour, **dict((k[len("service_mesh_"):], v) for k, v in mesh_variables.items())}
     info = mesh.gateway_info(settings)
     extra = dict(components_only(instance, "istio-resources", "central-dashboard", "profiles"),
                  kfocp_roles=["kfocp.kubeflow.service_mesh", "kfocp.kubeflow.auth", "kfocp.kubeflow.components",
@@ -230,12 +236,7 @@ def test_who_reaches_a_tenants_notebook(playbook, kube, control_plane, instance,
                  components_no_log=False, profiles_list=[
                      {"name": profile, "owner": {"user": OWNER}, "contributors": [{"user": KFOCP_CONTRIBUTOR, "role": "edit"}]},
                      {"name": other, "owner": {"user": STRANGER}}],
-                 **isolated_policies(instance), **mesh_vars(flavour, instance))
-    if flavour == "ossm3":
-        # the revision the profile controller's labels file must name, so that the namespaces it
-        # makes get istio.io/rev without istio-injection (which wins over it in istiod's webhook);
-        # components_sidecar_revision does not follow the service_mesh role's revision by itself
-        extra["components_sidecar_revision"] = mesh.revision(mesh.normalise(settings))
+                 **isolated_policies(instance), **mesh_variables)
     controller = standins.ProfileController(kube, {"kfocp-test": instance}, only=[profile, other])
     webhooks = kube.resource("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration")
     injector = standins.istiod_injector_webhook(mesh.revision(mesh.normalise(settings)), info["mesh_namespace"])
