@@ -41,8 +41,8 @@ def _profile(i):
         {"apiVersion": "security.istio.io/v1beta1", "kind": "AuthorizationPolicy", "metadata": meta("kfocp-knative"),
          "spec": {"selector": {"matchLabels": {"serving.kserve.io/inferenceservice": "*"}}, "action": "ALLOW",
                   "rules": [{"from": [{"source": {"principals": [
-                      "cluster.local/ns/knative-serving/sa/controller",
-                      "cluster.local/ns/knative-serving-ingress/sa/kourier"]}}]}]}},
+                      "cluster.local/ns/knative-serving/sa/activator",
+                      "cluster.local/ns/knative-serving-ingress/sa/default"]}}]}]}},
         {"apiVersion": "security.istio.io/v1beta1", "kind": "AuthorizationPolicy",
          "metadata": meta("ns-owner-access-istio"),
          "spec": {"action": "ALLOW",

@@ -188,36 +188,17 @@ def profile_controller(control_plane, labels=None, kube=None, only=None):
 
 
 def kfam_binding_name(user, role):
-    """The name Kubeflow's access management (KFAM, behind the dashboard's "Manage contributors")
-    gives a contributor's RoleBinding and AuthorizationPolicy: User-<user>-ClusterRole-<role>,
-    lower case, every run of other characters than letters and digits made '-'."""
-    import re
-    raw = "-".join(["User", re.sub(r"[^a-zA-Z0-9]+", "-", user), "ClusterRole", role]).lower()
-    return re.sub(r"[^a-zA-Z0-9]+", "-", raw)
+    """The name KFAM gives a contributor's RoleBinding and AuthorizationPolicy (standins)."""
+    import standins
+    return standins.kfam_binding_name(user, role)
 
 
-def play_kfam_add_contributor(kube, namespace, user, role, rolebinding_client=None, userid_header="kubeflow-userid",
-                              principals=("cluster.local/ns/istio-system/sa/istio-ingressgateway-service-account",
-                                          "cluster.local/ns/kubeflow/sa/ml-pipeline-ui")):
-    """Add a contributor to a profile namespace as the dashboard does through KFAM: a RoleBinding to
-    kubeflow-<role> and an Istio AuthorizationPolicy for the user's identity header, both named
-    kfam_binding_name() and annotated user and role, created (not applied) with field manager kfam.
-    The RoleBinding is created with `rolebinding_client` when given (the owner's own credentials),
-    else as KFAM. Returns the name."""
-    name = kfam_binding_name(user, role)
-    annotations = {"user": user, "role": role}
-    binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-               "metadata": {"name": name, "namespace": namespace, "annotations": annotations},
-               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "kubeflow-" + role},
-               "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}]}
-    policy = {"apiVersion": "security.istio.io/v1", "kind": "AuthorizationPolicy",
-              "metadata": {"name": name, "namespace": namespace, "annotations": annotations},
-              "spec": {"rules": [{"when": [{"key": "request.headers[%s]" % userid_header, "values": [user]}],
-                                  "from": [{"source": {"principals": list(principals)}}]}]}}
-    for client, body in ((rolebinding_client or kube, binding), (kube, policy)):
-        res = client.resource(body["apiVersion"], body["kind"])
-        client.request("POST", client.path(res, namespace), query={"fieldManager": "kfam"}, body=body)
-    return name
+def play_kfam_add_contributor(kube, namespace, user, role, rolebinding_client=None):
+    """Add a contributor to a profile namespace as the dashboard does through KFAM
+    (standins.kfam_add_contributor), with the principals and header of the profile controller's
+    Deployment kfocp made. Returns the name."""
+    import standins
+    return standins.kfam_add_contributor(kube, namespace, user, role, rolebinding_client)
 
 
 def subject_access_review(kube, user, groups, verb, resource, api_group="", namespace=None, name=None):

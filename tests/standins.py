@@ -5,6 +5,7 @@ Each behaves as the real one does, as /work/shared/facts/profile-controller.md a
 sources describe; tests/unit/test_standins.py holds them to it. A stand-in that is kinder than the
 controller it plays lets the roles pass here and fail on a cluster, so none of them may be loosened.
 """
+import re
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -62,6 +63,57 @@ def authorization_policy_spec(profile_name, owner, env=None, userid=DEFAULT_USER
         {"from": [{"source": {"principals": [env["NOTEBOOK_CONTROLLER_PRINCIPAL"]]}}],
          "to": [{"operation": {"methods": ["GET"], "paths": ["*/api/kernels"]}}]},
     ]}
+
+
+# ---------------------------------------------------------------- KFAM (the dashboard's "Manage contributors")
+# kubeflow/dashboard, components/access-management/kfam/bindings.go (commit 0e812cda): KFAM runs in
+# profiles-deployment and reads the same two principals from its environment.
+KFAM_ROLES = {"admin": "kubeflow-admin", "edit": "kubeflow-edit", "view": "kubeflow-view"}
+
+
+def kfam_binding_name(user, role):
+    """getBindingName: User-<user>-ClusterRole-<role>, lower case, every run of characters other
+    than letters and digits made '-'."""
+    raw = "-".join(["User", re.sub(r"[^a-zA-Z0-9]+", "-", user), "ClusterRole", role]).lower()
+    return re.sub(r"[^a-zA-Z0-9]+", "-", raw)
+
+
+def kfam_contributor_objects(namespace, user, role, env=None, userid=DEFAULT_USERID):
+    """What KFAM's BindingClient.Create writes for a contributor: a RoleBinding to kubeflow-<role>
+    and an AuthorizationPolicy (no action: ALLOW) with one rule, the user header from the gateway
+    and pipelines UI principals of its environment (upstream's defaults when unset), both named
+    kfam_binding_name() and annotated user and role."""
+    env = dict(DEFAULT_ENV, **{k: v for k, v in (env or {}).items() if k in DEFAULT_ENV and v})
+    header, prefix = userid
+    name = kfam_binding_name(user, role)
+    meta = {"name": name, "namespace": namespace, "annotations": {"user": user, "role": role}}
+    return [{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": dict(meta),
+             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": KFAM_ROLES[role]},
+             "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user}]},
+            {"apiVersion": "security.istio.io/v1beta1", "kind": "AuthorizationPolicy", "metadata": dict(meta),
+             "spec": {"rules": [{"when": [{"key": "request.headers[%s]" % header, "values": [prefix + user]}],
+                                 "from": [{"source": {"principals": [env["ISTIO_INGRESS_GATEWAY_PRINCIPAL"],
+                                                                     env["KFP_UI_PRINCIPAL"]]}}]}]}}]
+
+
+def kfam_add_contributor(kube, namespace, user, role, rolebinding_client=None):
+    """KFAM adding a contributor, configured as the profile controller's Deployment kfocp made
+    configures it: both objects created (POST, field manager kfam); the RoleBinding with
+    `rolebinding_client` when given. Returns the name."""
+    env, userid, _labels = ProfileController(kube).configuration()
+    objs = kfam_contributor_objects(namespace, user, role, env, userid)
+    for client, body in zip((rolebinding_client or kube, kube), objs):
+        res = client.resource(body["apiVersion"], body["kind"])
+        client.request("POST", client.path(res, namespace), query={"fieldManager": "kfam"}, body=body)
+    return objs[0]["metadata"]["name"]
+
+
+def owner_access_policy(profile_name, owner, env=None, userid=DEFAULT_USERID):
+    """The ns-owner-access-istio AuthorizationPolicy the controller writes in the profile's
+    namespace (without the ownerReference, which names the live Profile)."""
+    return {"apiVersion": "security.istio.io/v1beta1", "kind": "AuthorizationPolicy",
+            "metadata": {"name": AUTHZ_NAME, "namespace": profile_name, "annotations": {"user": owner, "role": "admin"}},
+            "spec": authorization_policy_spec(profile_name, owner, env, userid)}
 
 
 def refusal(namespace, owner):
@@ -138,12 +190,9 @@ class ProfileController:
         env, userid, labels = config or self.configuration()
         meta = profile["metadata"]
         name = meta["name"]
-        if meta.get("deletionTimestamp"):
-            if FINALIZER in (meta.get("finalizers") or []):
-                # the plugins' revocation (IAM trust, annotations) has nothing to undo here
-                meta["finalizers"] = [f for f in meta["finalizers"] if f != FINALIZER]
-                self._update(self.profiles, profile)
-            return False
+        # one pass in upstream's order, for a live Profile and for one being deleted alike: the
+        # namespace, the owned objects, and only then the finalizer block (facts: "Order inside
+        # one reconcile"); a refused Profile returns before it, so a deleted one stays Terminating
         owner = ((profile.get("spec") or {}).get("owner") or {})
         owner_name = owner.get("name", "")
         ref = {"apiVersion": "kubeflow.org/v1", "kind": "Profile", "name": name, "uid": meta["uid"],
@@ -191,11 +240,19 @@ class ProfileController:
             self._owned("v1", "ResourceQuota", name, QUOTA_NAME, ref, {}, {"spec": quota})
         elif self.kube.get(quota_res, QUOTA_NAME, name) is not None:
             self.kube.delete(quota_res, QUOTA_NAME, name)
-        if FINALIZER not in (meta.get("finalizers") or []):
-            fresh = self.kube.get(self.profiles, name)
-            if fresh is not None and not fresh["metadata"].get("deletionTimestamp"):
-                fresh["metadata"]["finalizers"] = list(fresh["metadata"].get("finalizers") or []) + [FINALIZER]
+        fresh = self.kube.get(self.profiles, name)
+        if fresh is None:
+            return True
+        finalizers = list(fresh["metadata"].get("finalizers") or [])
+        if fresh["metadata"].get("deletionTimestamp"):
+            if FINALIZER in finalizers:
+                # the plugins' revocation (IAM trust, annotations) has nothing to undo here
+                fresh["metadata"]["finalizers"] = [f for f in finalizers if f != FINALIZER]
                 self._update(self.profiles, fresh)
+            return False
+        if FINALIZER not in finalizers:
+            fresh["metadata"]["finalizers"] = finalizers + [FINALIZER]
+            self._update(self.profiles, fresh)
         return True
 
     def _owned(self, api_version, kind, namespace, name, ref, meta, fields):
@@ -250,6 +307,74 @@ class ProfileController:
     def __exit__(self, *exc):
         self._stop.set()
         self._thread.join(10)
+
+
+# ---------------------------------------------------------------- oauth-proxy's identity headers
+
+def oauth_proxy_headers(name, bearer=False):
+    """The identity headers oauth-proxy (openshift/oauth-proxy at 2b9ee007, pass-user-headers on)
+    sets for the OpenShift user `name`. A browser session: providers/openshift GetEmailAddress
+    makes the e-mail the name, with "@cluster.local" appended when it holds no "@"; the cookie keeps
+    that e-mail, and providers/session_state.go DecodeSessionState makes User the part before its
+    first "@" and Email the whole. A bearer token (CheckRequestAuth, ValidateRequest): User is the
+    name, Email the name + "@cluster.local". oauthproxy.go then sets X-Forwarded-User = User and
+    X-Forwarded-Email = Email (the e-mail only when it is not empty)."""
+    if bearer:
+        user, email = name, name + "@cluster.local"
+    else:
+        email = name if "@" in name else name + "@cluster.local"
+        user = email.split("@")[0]
+    return {"X-Forwarded-User": user, "X-Forwarded-Email": email}
+
+
+def _go_header_key(name):
+    """net/textproto.CanonicalMIMEHeaderKey: how Go's server files a header the client sent."""
+    return "-".join(part[:1].upper() + part[1:].lower() for part in name.split("-"))
+
+
+def oauth_proxy_upstream_headers(client_headers, name, bearer=False):
+    """The headers of the request oauth-proxy passes upstream for a client that sent
+    `client_headers` and is logged in as `name`: the client's headers (Go files them under
+    canonical keys), with X-Forwarded-User and X-Forwarded-Email replaced by the proxy's
+    (`req.Header[key] = []string{value}`). Everything else the client sent passes through."""
+    out = {}
+    for key, value in client_headers.items():
+        out[_go_header_key(key)] = value
+    out.update(oauth_proxy_headers(name, bearer))
+    return out
+
+
+# ---------------------------------------------------------------- OpenShift Serverless (Knative Serving)
+
+def knative_serving_workloads(serving_namespace="knative-serving", ingress_namespace=None):
+    """The ServiceAccounts and Deployments the Serverless operator runs for a KnativeServing with
+    Kourier (openshift-knative/serverless-operator at 02f6bc2c: kodata/knative-serving/latest/
+    2-serving-core.yaml, kodata/ingress/latest/kourier/1-net-kourier.yaml, and
+    pkg/serving/kourier.go, which moves Kourier to <serving namespace>-ingress). The activator
+    runs as `activator`, the autoscaler and controller as `controller`; Kourier's gateway names
+    no service account; its controller runs as `net-kourier`. The data path to the inference
+    pods is the activator and the gateway (labelled kfocp.test/data-path here)."""
+    ingress_namespace = ingress_namespace or serving_namespace + "-ingress"
+    workloads = [(serving_namespace, "activator", "activator", True), (serving_namespace, "autoscaler", "controller", False),
+                 (serving_namespace, "controller", "controller", False),
+                 (ingress_namespace, "3scale-kourier-gateway", None, True),
+                 (ingress_namespace, "net-kourier-controller", "net-kourier", False)]
+    out = []
+    for namespace, name, account, data_path in workloads:
+        labels = {"app": name}
+        pod = {"containers": [{"name": name, "image": "registry.example/knative/%s:latest" % name}]}
+        if account:
+            pod["serviceAccountName"] = account
+            sa = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": account, "namespace": namespace}}
+            if sa not in out:
+                out.append(sa)
+        meta = {"name": name, "namespace": namespace, "labels": dict(labels)}
+        if data_path:
+            meta["labels"]["kfocp.test/data-path"] = "true"
+        out.append({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": meta,
+                    "spec": {"selector": {"matchLabels": labels},
+                             "template": {"metadata": {"labels": dict(labels)}, "spec": pod}}})
+    return out
 
 
 # ---------------------------------------------------------------- OLM
@@ -334,45 +459,57 @@ def mesh_ready_status(generation, ready=True):
                             "lastTransitionTime": _now()}]}
 
 
-def _maistra_gateway_labels(name, gateway):
-    """The labels an additional ingress gateway of an SMCP gives its pods."""
-    labels = ((gateway.get("runtime") or {}).get("pod") or {}).get("metadata", {}).get("labels")
-    return dict(labels or {"istio": name})
+# The chart's labels of a gateway given none (gateways/istio-ingress values.yaml).
+MAISTRA_DEFAULT_GATEWAY_LABELS = {"app": "istio-ingressgateway", "istio": "ingressgateway"}
+
+
+def _maistra_gateway_labels(gateway):
+    """The labels the Service Mesh 2 operator gives an additional ingress gateway (maistra/
+    istio-operator, conversion/gateways.go gatewayConfigToValues: from service.metadata.labels;
+    runtime.pod.metadata.labels becomes podLabels, which the gateway chart never reads)."""
+    labels = (((gateway.get("service") or {}).get("metadata") or {}).get("labels"))
+    return dict(labels or MAISTRA_DEFAULT_GATEWAY_LABELS)
 
 
 def maistra_network_policies(smcp, members):
     """The NetworkPolicies the Service Mesh 2 operator writes for a ServiceMeshControlPlane whose
-    spec.security.manageNetworkPolicy is not false (its default is true), after its 2.x charts:
-    in the control plane's namespace, one admitting the member namespaces, one admitting the
-    OpenShift router, and one per ingress gateway admitting everything to its pods; in each
-    member namespace, one admitting the other members and one admitting the router to the pods
-    labelled maistra.io/expose-route. `members` are the member namespaces' names."""
+    spec.security.manageNetworkPolicy is not false (its default is true), after its charts
+    (mesh-config, istio-discovery and gateways/istio-ingress networkpolicy.yaml): in the control
+    plane's namespace istio-mesh-<rev> (every pod, from the member namespaces),
+    istio-expose-route-<rev> (pods labelled maistra.io/expose-route, from the router's namespaces),
+    istio-istiod-<rev> (istiod's pods) and one per ingress gateway, named after it, admitting
+    everything to its pods. The memberroll controller copies the policies not annotated
+    maistra.io/internal (istio-mesh and istio-expose-route) into each member namespace.
+    `members` are the member namespaces' names."""
     spec = smcp.get("spec") or {}
     if ((spec.get("security") or {}).get("manageNetworkPolicy")) is False:
         return []
     cp_ns, rev = smcp["metadata"]["namespace"], smcp["metadata"]["name"]
-    internal = {"maistra.io/internal": "true"}
 
-    def policy(name, namespace, pod_selector, ingress):
-        return {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
-                "metadata": {"name": name, "namespace": namespace, "annotations": dict(internal),
-                             "labels": {"maistra-version": spec.get("version", "v2.6").lstrip("v") + ".0",
-                                        "maistra.io/owner": cp_ns}},
+    def policy(name, namespace, pod_selector, ingress, internal=False):
+        meta = {"name": name, "namespace": namespace,
+                "labels": {"maistra-version": spec.get("version", "v2.6").lstrip("v") + ".0", "maistra.io/owner": cp_ns}}
+        if internal:
+            meta["annotations"] = {"maistra.io/internal": "true"}
+        return {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": meta,
                 "spec": {"podSelector": pod_selector, "policyTypes": ["Ingress"], "ingress": ingress}}
-    from_members = [{"from": [{"namespaceSelector": {"matchLabels": {"maistra.io/member-of": cp_ns}}}]}]
-    from_router = [{"from": [{"namespaceSelector": {"matchLabels": {"network.openshift.io/policy-group": "ingress"}}}]}]
-    out = [policy("istio-mesh-" + rev, cp_ns, {}, from_members),
-           policy("istio-ingress-router-" + rev, cp_ns, {}, from_router)]
+    shared = [policy("istio-mesh-" + rev, cp_ns, {},
+                     [{"from": [{"namespaceSelector": {"matchLabels": {"maistra.io/member-of": cp_ns}}}]}]),
+              policy("istio-expose-route-" + rev, cp_ns, {"matchLabels": {"maistra.io/expose-route": "true"}},
+                     [{"from": [{"namespaceSelector": {"matchLabels": {"network.openshift.io/policy-group": "ingress"}}}]}])]
+    # the chart's ingress item ("- ports:" then "port: webhook" at the item's indent) holds no
+    # field that narrows it, so it admits everything to istiod's pods
+    out = shared + [policy("istio-istiod-" + rev, cp_ns, {"matchLabels": {"app": "istiod", "istio.io/rev": rev}},
+                           [{}], internal=True)]
     gateways = spec.get("gateways") or {}
     for name, gateway in sorted((gateways.get("additionalIngress") or {}).items()):
         if gateway.get("enabled", True):
             # the chart selects with the labels it gives the gateway's pods, so it always selects them
             out.append(policy(name, gateway.get("namespace") or cp_ns,
-                              {"matchLabels": _maistra_gateway_labels(name, gateway)}, [{}]))
+                              {"matchLabels": _maistra_gateway_labels(gateway)}, [{}], internal=True))
     for member in members:
-        out.append(policy("istio-mesh-" + rev, member, {}, from_members))
-        out.append(policy("istio-expose-route-" + rev, member,
-                          {"matchLabels": {"maistra.io/expose-route": "true"}}, from_router))
+        for source in shared:
+            out.append(dict(source, metadata=dict(source["metadata"], namespace=member)))
     return out
 
 
@@ -446,17 +583,23 @@ def ingress_gateway_objects(name, namespace, labels, ports, image):
 
 def maistra_gateway_objects(smcp):
     """What the Service Mesh 2 operator runs for each additional ingress gateway of a
-    ServiceMeshControlPlane: the gateway's pods carry the labels of runtime.pod.metadata.labels,
-    in the gateway's namespace (the control plane's by default)."""
+    ServiceMeshControlPlane, in the gateway's namespace (the control plane's by default): the
+    chart's Deployment selects, and labels its pods with, the gateway's labels (_maistra_gateway_labels),
+    and adds maistra.io/gateway: <name>.<namespace> and maistra-control-plane: <cp namespace>."""
     out = []
+    cp_ns = smcp["metadata"]["namespace"]
     gateways = ((smcp.get("spec") or {}).get("gateways") or {}).get("additionalIngress") or {}
     for name, gateway in sorted(gateways.items()):
         if not gateway.get("enabled", True):
             continue
-        labels = dict(_maistra_gateway_labels(name, gateway), app=name)
+        namespace = gateway.get("namespace") or cp_ns
+        labels = _maistra_gateway_labels(gateway)
         ports = [dict(p) for p in (gateway.get("service") or {}).get("ports") or []]
-        out += ingress_gateway_objects(name, gateway.get("namespace") or smcp["metadata"]["namespace"], labels, ports,
+        objs = ingress_gateway_objects(name, namespace, labels, ports,
                                        "registry.redhat.io/openshift-service-mesh/proxyv2-rhel9:2.6")
+        pod_labels = objs[1]["spec"]["template"]["metadata"]["labels"]
+        pod_labels.update({"maistra.io/gateway": "%s.%s" % (name, namespace), "maistra-control-plane": cp_ns})
+        out += objs
     return out
 
 

@@ -20,6 +20,10 @@ def namespace_policies_objects(namespaces, settings, all_namespaces=None, servic
     return namespace_policies.objects(namespaces, settings, all_namespaces, serviceaccounts, memberroll)
 
 
+def profiles_never_released(live_profiles, namespaces=None):
+    return profiles.never_released(live_profiles or (), namespaces or ())
+
+
 def profiles_report(live_profiles, rolebindings=None, quotas=None, instance="kfocp"):
     return report.report(live_profiles or (), rolebindings or (), quotas or (), instance)
 
@@ -33,6 +37,7 @@ class FilterModule(object):
         return {
             "profiles_objects": _wrap(profiles_objects),
             "namespace_policies_objects": _wrap(namespace_policies_objects),
+            "profiles_never_released": _wrap(profiles_never_released),
             "profiles_report": _wrap(profiles_report),
             "profiles_report_table": _wrap(profiles_report_table),
         }

@@ -1,30 +1,61 @@
-"""The whole request path, for each mesh flavour, from the objects the roles wrote to the cluster:
-Route -> oauth-proxy (its access review, asked of the real API server) -> NetworkPolicy -> the
-gateway (its Lua filter, run in a Lua runtime) -> Gateway and VirtualService -> the destination's
-AuthorizationPolicies (the evaluator in plugins/module_utils/authz.py); cyclonus confirms the
-network part. Who: the owner, a
-contributor, a stranger, a cluster admin, and an in-cluster pod that sends its own headers."""
+"""The whole request path, for each mesh flavour, from the objects the roles and the stand-ins of
+the upstream controllers wrote to the cluster: Route -> oauth-proxy (its access review, asked of the
+real API server; the identity headers it sets, tests/standins.py) -> NetworkPolicy -> the gateway
+(its Lua filter, run in a Lua runtime) -> Gateway and VirtualService -> the destination's
+AuthorizationPolicies (the evaluator in plugins/module_utils/authz.py), enforced only where the
+destination has a proxy; cyclonus confirms the network part. The owner's policy is the one the
+profile controller stand-in wrote, read back; the gateway's principal and labels are those of the
+pod kube-scheduler placed and kwok runs; whether a namespace's pods get a proxy is asked of the API
+server's webhook matching (istiod's injector, ossm3 and external) or read from its ServiceMeshMember
+(ossm2). Who: the owner, a contributor added through the dashboard, one added by kfocp, a stranger,
+a cluster admin, and in-cluster pods that send their own headers."""
 import json
 import re
 import subprocess
+import time
 
 import lupa
 import pytest
 
 from ansible_collections.kfocp.kubeflow.plugins.module_utils import authz
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import mesh
-from cluster import build_workloads
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import KubeError
+from cluster import ControlPlane, build_workloads
 import standins
-from helpers import ROOT, components_only, mesh_vars, oauth_proxy_lets_in, play_kfam_add_contributor
+from helpers import (ROOT, components_only, isolated_policies, mesh_vars, oauth_proxy_lets_in,
+                     play_kfam_add_contributor, wait_for)
 
 
-# Roles of one flavour, in one play; the cluster-scoped fixture objects (CRDs, ClusterRoles) have fixed names.
-OWN_PLANE = True
 ROLES = str(ROOT / "tests" / "fixtures" / "playbooks" / "roles.yml")
 OWNER, CONTRIBUTOR, STRANGER, ADMIN = "alice@example.com", "bob@example.com", "carol@example.com", "root@example.com"
+KFOCP_CONTRIBUTOR = "alice"  # added by kfocp's profiles role; shares the part before the "@" with the owner
 USERS_GROUP = "system:authenticated:oauth"
 # Istio's gateway chart labels istio-system's istio-ingressgateway pods so
 EXTERNAL_GATEWAY_POD = {"istio": "ingressgateway", "app": "istio-ingressgateway"}
+PROXY_IMAGE = "docker.io/istio/proxyv2:1.26.3"
+
+
+# Roles of one flavour, in one play, on a control plane of the module's own (the cluster-scoped
+# fixture objects have fixed names) that runs pods: workload controllers, kube-scheduler, kwok.
+@pytest.fixture(scope="module")
+def workload_plane(tmp_path_factory):
+    from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import Client
+    plane = ControlPlane(tmp_path_factory.mktemp("request-path")).up(workloads=True)
+    try:
+        plane.add_workers(1)
+        yield plane, Client.from_params({"kubeconfig": str(plane.kubeconfig)})
+    finally:
+        plane.destroy()
+
+
+@pytest.fixture(scope="module")
+def control_plane(workload_plane):
+    return workload_plane[0]
+
+
+@pytest.fixture(scope="module")
+def kube(workload_plane):
+    return workload_plane[1]
 
 
 def get(kube, api_version, kind, name, namespace=None):
@@ -35,16 +66,51 @@ def items(kube, api_version, kind, namespace=None):
     return kube.list(kube.resource(api_version, kind), namespace=namespace)
 
 
-def gateway_pod_labels(kube, flavour, info):
-    """The labels the gateway's pods carry: the mesh operator makes them from the SMCP on
-    Service Mesh 2, kfocp's Deployment on 3, Istio's chart for an existing mesh."""
+def run_gateway(kube, flavour, info, instance):
+    """The gateway's pod as kube-scheduler placed it and kwok runs it: on Service Mesh 2 the
+    Deployment the operator makes from the SMCP (standins.maistra_gateway_objects), on 3 kfocp's,
+    for an existing mesh Istio's gateway chart's (standins.ingress_gateway_objects).
+    Returns {namespace, labels, principal}."""
     if flavour == "ossm2":
         smcp = items(kube, "maistra.io/v2", "ServiceMeshControlPlane", info["namespace"])[0]
-        gateway = smcp["spec"]["gateways"]["additionalIngress"][info["name"]]
-        return gateway["runtime"]["pod"]["metadata"]["labels"]
-    if flavour == "ossm3":
-        return get(kube, "apps/v1", "Deployment", info["name"], info["namespace"])["spec"]["template"]["metadata"]["labels"]
-    return EXTERNAL_GATEWAY_POD
+        objs = standins.maistra_gateway_objects(smcp)
+    elif flavour == "external":
+        ports = [{"name": "http2", "port": 80, "targetPort": 8080, "protocol": "TCP"}]
+        objs = standins.ingress_gateway_objects(info["name"], info["namespace"], EXTERNAL_GATEWAY_POD, ports, PROXY_IMAGE)
+    else:
+        objs = []
+    for obj in objs:
+        kube.apply(kube.resource(obj["apiVersion"], obj["kind"]), obj, "mesh-operator", force=True)
+    deployment = get(kube, "apps/v1", "Deployment", info["name"], info["namespace"])
+    selector = ",".join("%s=%s" % kv for kv in sorted(deployment["spec"]["selector"]["matchLabels"].items()))
+
+    def running():
+        pods = kube.list(kube.resource("v1", "Pod"), namespace=info["namespace"], label_selector=selector)
+        return [p for p in pods if (p.get("status") or {}).get("phase") == "Running"]
+    pod = wait_for(running, 120, what="a Running pod of the gateway %s/%s (%s)" % (info["namespace"], info["name"], instance))[0]
+    return {"namespace": pod["metadata"]["namespace"], "labels": pod["metadata"]["labels"],
+            "principal": "cluster.local/ns/%s/sa/%s" % (pod["metadata"]["namespace"], pod["spec"]["serviceAccountName"])}
+
+
+def has_proxy(kube, flavour, settings, namespace, pod_labels):
+    """Whether a pod with `pod_labels` in `namespace` gets a sidecar, so that anything enforces an
+    AuthorizationPolicy on it. Service Mesh 3 and Istio: the API server is asked, by a dry-run
+    create, whether istiod's injection webhook (standins.istiod_injector_webhook, registered for the
+    revision and answered by nobody) matches the pod. Service Mesh 2: the namespace holds a
+    ServiceMeshMember of the control plane."""
+    if flavour == "ossm2":
+        members = items(kube, "maistra.io/v1", "ServiceMeshMember", namespace)
+        return any(m["spec"]["controlPlaneRef"] == {"name": settings["ossm2"]["name"],
+                                                    "namespace": settings["ossm2"]["namespace"]} for m in members)
+    pod = {"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"name": "probe-%d" % time.monotonic_ns(), "namespace": namespace, "labels": dict(pod_labels)},
+           "spec": {"containers": [{"name": "c", "image": "registry.example/c:1"}]}}
+    try:
+        kube.request("POST", kube.path(kube.resource("v1", "Pod"), namespace), query={"dryRun": "All"}, body=pod)
+        return False
+    except KubeError as err:
+        assert "sidecar-injector.istio.io" in str(err), str(err)
+        return True
 
 
 def selects(selector, labels):
@@ -140,25 +206,6 @@ def route_for(kube, path, gateway_pod, gateway_ns):
     return None, None
 
 
-def owner_access_policy(profile, owner, env):
-    """ns-owner-access-istio as the profile controller writes it from its Deployment's environment
-    (shared/facts/profile-controller.md): the four rules."""
-    return {"apiVersion": "security.istio.io/v1beta1", "kind": "AuthorizationPolicy",
-            "metadata": {"name": "ns-owner-access-istio", "namespace": profile,
-                         "annotations": {"user": owner, "role": "admin"}},
-            "spec": {"action": "ALLOW", "rules": [
-                {"when": [{"key": "request.headers[kubeflow-userid]", "values": [owner]}],
-                 "from": [{"source": {"principals": [
-                     env.get("ISTIO_INGRESS_GATEWAY_PRINCIPAL")
-                     or "cluster.local/ns/istio-system/sa/istio-ingressgateway-service-account",
-                     env.get("KFP_UI_PRINCIPAL") or "cluster.local/ns/kubeflow/sa/ml-pipeline-ui"]}}]},
-                {"when": [{"key": "source.namespace", "values": [profile]}]},
-                {"to": [{"operation": {"paths": ["/healthz", "/metrics", "/wait-for-drain"]}}]},
-                {"from": [{"source": {"principals": [env.get("NOTEBOOK_CONTROLLER_PRINCIPAL")
-                                                     or "cluster.local/ns/kubeflow/sa/notebook-controller-service-account"]}}],
-                 "to": [{"operation": {"methods": ["GET"], "paths": ["*/api/kernels"]}}]}]}}
-
-
 def notebook_virtualservice(profile, name, gateway_ref):
     """The VirtualService the notebook controller makes for a notebook."""
     prefix = "/notebook/%s/%s/" % (profile, name)
@@ -172,38 +219,51 @@ def notebook_virtualservice(profile, name, gateway_ref):
 
 @pytest.mark.parametrize("flavour", ["ossm2", "ossm3", "external"])
 def test_who_reaches_a_tenants_notebook(playbook, kube, control_plane, instance, flavour, tmp_path):
-    kf_ns, profile, other = instance + "-kf", instance + "-alice", instance + "-carol"
+    kf_ns, profile, other, outside = instance + "-kf", instance + "-alice", instance + "-carol", instance + "-out"
+    mesh_variables = mesh_vars(flavour, instance)
+    if flavour == "ossm3":
+        # the default revision: with a named one the profile controller must be given istio.io/rev
+        # through its namespace-labels file (istio-injection wins over it in istiod's webhook), and
+        # the fixture tree's profiles component has no such file
+        mesh_variables["service_mesh_ossm3"] = dict(mesh_variables["service_mesh_ossm3"], name="default")
+    settings = {"flavour": flavour, **dict((k[len("service_mesh_"):], v) for k, v in mesh_variables.items())}
+    info = mesh.gateway_info(settings)
     extra = dict(components_only(instance, "istio-resources", "central-dashboard", "profiles"),
-                 kfocp_roles=["kfocp.kubeflow.service_mesh", "kfocp.kubeflow.auth", "kfocp.kubeflow.components"],
+                 kfocp_roles=["kfocp.kubeflow.service_mesh", "kfocp.kubeflow.auth", "kfocp.kubeflow.components",
+                              "kfocp.kubeflow.profiles"],
                  service_mesh_flavour=flavour, service_mesh_olm=False, service_mesh_wait=False,
                  auth_host="kubeflow.apps.example.com", auth_client_id=instance, components_namespace=kf_ns,
-                 components_no_log=False, **mesh_vars(flavour, instance))
+                 components_no_log=False, profiles_list=[
+                     {"name": profile, "owner": {"user": OWNER}, "contributors": [{"user": KFOCP_CONTRIBUTOR, "role": "edit"}]},
+                     {"name": other, "owner": {"user": STRANGER}}],
+                 **isolated_policies(instance), **mesh_variables)
+    controller = standins.ProfileController(kube, {"kfocp-test": instance}, only=[profile, other])
+    webhooks = kube.resource("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration")
+    injector = standins.istiod_injector_webhook(mesh.revision(mesh.normalise(settings)), info["mesh_namespace"])
     result = playbook(ROLES, extra)
     assert result.rc == 0, result.stdout[-3000:]
     try:
-        settings = {"flavour": flavour, **dict((k[len("service_mesh_"):], v) for k, v in mesh_vars(flavour, instance).items())}
-        info = mesh.gateway_info(settings)
-        gateway_pod = {"namespace": info["namespace"], "labels": gateway_pod_labels(kube, flavour, info)}
-        # the components' namespace, whose pods get sidecars, is a member of the mesh
-        membership = mesh.mesh_membership(kf_ns, settings)
-        kf_labels = get(kube, "v1", "Namespace", kf_ns)["metadata"]["labels"]
-        assert dict((k, kf_labels.get(k)) for k in membership["labels"]) == membership["labels"]
-        members = items(kube, "maistra.io/v1", "ServiceMeshMember", kf_ns)
-        assert [m["spec"]["controlPlaneRef"] for m in members] == [o["spec"]["controlPlaneRef"]
-                                                                   for o in membership["objects"]]
-        assert bool(members) is (flavour == "ossm2")
+        # the profile controller, configured by the Deployment kfocp made, makes the namespaces and
+        # ns-owner-access-istio; then kfocp gives the namespaces their contributors and mesh membership
+        assert sorted(controller.step()) == sorted([profile, other]), controller.refused
+        result = playbook("profiles", dict(extra, kfocp_profile_self_service_enabled=False))
+        assert result.rc == 0, result.stdout[-3000:]
+        # a Profile of another install, whose namespace its admin took out of injection
+        kube.apply(kube.resource("kubeflow.org/v1", "Profile"), {
+            "apiVersion": "kubeflow.org/v1", "kind": "Profile", "metadata": {"name": outside},
+            "spec": {"owner": {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": OWNER}}}, "someone")
+        assert standins.ProfileController(kube).step([outside]) == [outside]
+        control_plane.kubectl("label", "namespace", outside, "istio-injection=disabled", "--overwrite")
+        play_kfam_add_contributor(kube, profile, CONTRIBUTOR, "edit")
+        for name in (profile, outside):
+            control_plane.kubectl("apply", "-f", "-", input=json.dumps(notebook_virtualservice(
+                name, "nb", "%s/kubeflow-gateway" % kf_ns)))
 
-        # the profile controller and KFAM, with the environment kfocp gave their Deployment
-        controller = get(kube, "apps/v1", "Deployment", "profiles-deployment", kf_ns)
-        env = dict((e["name"], e.get("value")) for e in controller["spec"]["template"]["spec"]["containers"][0]["env"])
-        for name in (profile, other):
-            control_plane.kubectl("create", "namespace", name)
-        control_plane.kubectl("apply", "--server-side", "--field-manager=profile-controller", "-f", "-",
-                              input=json.dumps(owner_access_policy(profile, OWNER, env)))
-        play_kfam_add_contributor(kube, profile, CONTRIBUTOR, "edit",
-                                  principals=(env["ISTIO_INGRESS_GATEWAY_PRINCIPAL"], env["KFP_UI_PRINCIPAL"]))
-        control_plane.kubectl("apply", "-f", "-", input=json.dumps(notebook_virtualservice(
-            profile, "nb", "%s/kubeflow-gateway" % kf_ns)))
+        gateway_pod = run_gateway(kube, flavour, info, instance)
+        assert gateway_pod["principal"] == info["principal"], "kfocp names another gateway principal than its pods run as"
+        assert selects(info["selector"], gateway_pod["labels"]), (info["selector"], gateway_pod["labels"])
+        if flavour != "ossm2":  # asked of the webhook's matching from now on: no more pods are created
+            kube.apply(webhooks, injector, "istiod", force=True)
 
         if flavour == "ossm2":
             # what the Service Mesh 2 operator adds for kfocp's control plane: nothing, as its
@@ -221,27 +281,34 @@ def test_who_reaches_a_tenants_notebook(playbook, kube, control_plane, instance,
         lua = get(kube, "networking.istio.io/v1alpha3", "EnvoyFilter", "kfocp-kubeflow-userid",
                   info["namespace"])["spec"]["configPatches"][0]["patch"]["value"]["typed_config"]["inlineCode"]
         policies = items(kube, "security.istio.io/v1", "AuthorizationPolicy")
-        path = "/notebook/%s/nb/lab" % profile
+        assert [p["metadata"]["name"] for p in policies if p["metadata"]["namespace"] == profile
+                and p["metadata"]["name"] == standins.AUTHZ_NAME], "the controller's policy, read back"
 
-        def through_the_route(user, groups, headers):
-            """A browser request through the Route: (reached the notebook as, where it stopped)."""
+        def through_the_route(user, groups, headers, notebook=profile, bearer=False):
+            """A request through the Route, from a browser session or with a bearer token:
+            (reached the notebook as, where it stopped)."""
             allowed, _reason = oauth_proxy_lets_in(kube, args["--openshift-sar"], user, groups)
             if not allowed:
                 return None, "oauth-proxy: 403"
-            # oauth-proxy sets x-forwarded-user to the user it logged in, whatever the client sent
-            return to_the_gateway(proxy_pod, dict(headers, **{"X-Forwarded-User": user}))
+            # oauth-proxy replaces the identity headers with those of the user it logged in
+            return to_the_gateway(proxy_pod, standins.oauth_proxy_upstream_headers(headers, user, bearer), notebook)
 
-        def to_the_gateway(source, headers):
+        def to_the_gateway(source, headers, notebook=profile):
             if not network_allows(kube, source, gateway_pod):
                 return None, "gateway: no network path"
             headers = run_gateway_lua(lua, headers)
+            path = "/notebook/%s/nb/lab" % notebook
             host, _path = route_for(kube, path, gateway_pod["labels"], info["namespace"])
-            assert host == "nb.%s.svc.cluster.local" % profile, host
-            return at_the_notebook(info["principal"], headers)
+            assert host == "nb.%s.svc.cluster.local" % notebook, host
+            return at_the_notebook(gateway_pod["principal"], headers, notebook)
 
-        def at_the_notebook(principal, headers):
-            request = {"principal": principal, "headers": headers, "path": path, "method": "GET", "port": 8888}
-            allowed, reason = authz.decide(policies, request, profile, {"notebook-name": "nb"},
+        def at_the_notebook(principal, headers, notebook=profile):
+            pod_labels = {"notebook-name": "nb"}
+            if not has_proxy(kube, flavour, mesh.normalise(settings), notebook, pod_labels):
+                return headers.get("kubeflow-userid"), "notebook without a proxy"
+            request = {"principal": principal, "headers": headers, "path": "/notebook/%s/nb/lab" % notebook,
+                       "method": "GET", "port": 8888}
+            allowed, reason = authz.decide(policies, request, notebook, pod_labels,
                                            root_namespace=info["mesh_namespace"] if flavour == "ossm2" else "istio-system")
             return (headers.get("kubeflow-userid"), "notebook") if allowed else (None, "notebook: " + reason)
 
@@ -249,16 +316,24 @@ def test_who_reaches_a_tenants_notebook(playbook, kube, control_plane, instance,
         tenant_principal = "cluster.local/ns/%s/sa/default-editor" % other
         table = [
             ("owner", through_the_route(OWNER, [USERS_GROUP], {}), OWNER),
-            ("contributor", through_the_route(CONTRIBUTOR, [USERS_GROUP], {}), CONTRIBUTOR),
+            ("contributor added through the dashboard", through_the_route(CONTRIBUTOR, [USERS_GROUP], {}), CONTRIBUTOR),
+            ("contributor added by kfocp", through_the_route(KFOCP_CONTRIBUTOR, [USERS_GROUP], {}), KFOCP_CONTRIBUTOR),
+            ("contributor added by kfocp, with a token", through_the_route(KFOCP_CONTRIBUTOR, [USERS_GROUP], {},
+                                                                           bearer=True), KFOCP_CONTRIBUTOR),
+            ("owner, with a token", through_the_route(OWNER, [USERS_GROUP], {}, bearer=True), OWNER),
             ("stranger", through_the_route(STRANGER, [USERS_GROUP], {}), None),
             ("cluster admin", through_the_route(ADMIN, [USERS_GROUP, "system:masters"], {}), None),
             ("stranger claiming to be the owner", through_the_route(
-                STRANGER, [USERS_GROUP], {"X-Forwarded-User": OWNER, "kubeflow-userid": OWNER}), None),
+                STRANGER, [USERS_GROUP], {"X-Forwarded-User": OWNER, "X-Forwarded-Email": OWNER,
+                                          "kubeflow-userid": OWNER}), None),
             ("not in the users group", through_the_route("robot", [], {}), None),
             ("tenant pod to the gateway", to_the_gateway(
-                tenant_pod, {"x-forwarded-user": OWNER, "kubeflow-userid": OWNER}), None),
+                tenant_pod, {"x-forwarded-user": "alice", "x-forwarded-email": OWNER, "kubeflow-userid": OWNER}), None),
             ("tenant pod to the notebook", at_the_notebook(tenant_principal, {"kubeflow-userid": OWNER}), None),
             ("tenant pod without mTLS", at_the_notebook("", {"kubeflow-userid": OWNER}), None),
+            # nothing enforces the policy the controller wrote there: a namespace outside the mesh is open
+            ("tenant pod to a notebook outside the mesh", at_the_notebook(
+                tenant_principal, {"kubeflow-userid": OWNER}, outside), OWNER),
         ]
         wrong = [(who, got, want) for who, got, want in table if got[0] != want]
         assert not wrong, "\n".join("%s: reached as %r (%s), expected %r" % (who, got[0], got[1], want)
@@ -276,5 +351,10 @@ def test_who_reaches_a_tenants_notebook(playbook, kube, control_plane, instance,
         assert stops["not in the users group"] == "oauth-proxy: 403"
         assert stops["tenant pod to the gateway"] == "gateway: no network path"
         assert stops["stranger"].startswith("notebook: no ALLOW policy matches")
+        assert stops["tenant pod to the notebook"].startswith("notebook: ")  # enforced, and denied
+        assert stops["tenant pod to a notebook outside the mesh"] == "notebook without a proxy"
     finally:
-        assert playbook("uninstall", {"kfocp_instance": instance}).rc == 0
+        kube.delete(webhooks, injector["metadata"]["name"])
+        kube.delete(kube.resource("kubeflow.org/v1", "Profile"), outside)
+        with controller, standins.ProfileController(kube, only=[outside]):
+            assert playbook("uninstall", {"kfocp_instance": instance}).rc == 0

@@ -1,6 +1,10 @@
 """The serverless role through site.yml against the real API server: the system namespace label on
 a namespace kfocp made and on one someone else made, the mesh objects, KnativeServing."""
-from helpers import ensure_namespace, only_roles, play_olm_csv_succeeded
+import yaml
+
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import mesh, namespace_policies, serverless
+import standins
+from helpers import ROOT, ensure_namespace, only_roles, play_olm_csv_succeeded, wait_for
 
 LABEL = "serving.knative.openshift.io/system-namespace"
 
@@ -55,3 +59,40 @@ def test_serverless_labels_both_namespaces_converges_and_gives_the_label_back(pl
         assert get(kube, "v1", "Namespace", "knative-serving-ingress") is not None
     finally:
         kube.delete(kube.resource("v1", "Namespace"), "knative-serving-ingress")
+
+
+def test_the_serverless_policies_admit_the_accounts_knatives_data_path_runs_as(kube, instance):
+    """The principals the profile namespaces' Knative AuthorizationPolicies admit are those of the
+    pods the Serverless operator's activator and Kourier gateway Deployments make: the API server's
+    ServiceAccount admission gives a pod that names no account its namespace's `default`."""
+    serving, ingress = instance + "-serving", instance + "-serving-ingress"
+    ns_res, pods = kube.resource("v1", "Namespace"), kube.resource("v1", "Pod")
+    try:
+        for name in (serving, ingress):
+            ensure_namespace(kube, name)
+            wait_for(lambda n=name: kube.get(kube.resource("v1", "ServiceAccount"), "default", n), timeout=30,
+                     what="the service account controller's default account in " + name)
+        running = set()
+        for obj in standins.knative_serving_workloads(serving):
+            if obj["kind"] == "ServiceAccount":
+                kube.apply(kube.resource("v1", "ServiceAccount"), obj, "serverless-operator", force=True)
+            elif obj["metadata"]["labels"].get("kfocp.test/data-path"):
+                meta = obj["metadata"]
+                pod = {"apiVersion": "v1", "kind": "Pod", "spec": obj["spec"]["template"]["spec"],
+                       "metadata": {"name": meta["name"] + "-abcde", "namespace": meta["namespace"],
+                                    "labels": obj["spec"]["template"]["metadata"]["labels"]}}
+                made = kube.request("POST", kube.path(pods, meta["namespace"]), query={"dryRun": "All"}, body=pod)
+                running.add(mesh.principal(meta["namespace"], made["spec"]["serviceAccountName"]))
+        assert running == set(serverless.data_path_principals(serving, ingress))
+        profile = {"metadata": {"name": instance + "-p", "labels": {"app.kubernetes.io/part-of": "kubeflow-profile"},
+                                "annotations": {"owner": "alice"}}, "status": {"phase": "Active"}}
+        defaults = yaml.safe_load((ROOT / "roles/namespace_policies/defaults/main.yml").read_text())
+        settings = dict(defaults, namespace_policies_serverless=True,
+                        namespace_policies_serverless_principals=serverless.data_path_principals(serving, ingress))
+        admitted = [set(p for rule in o["spec"]["rules"] for f in rule["from"] for p in f["source"]["principals"])
+                    for o in namespace_policies.objects_for_namespace(profile, settings)
+                    if o["kind"] == "AuthorizationPolicy" and o["metadata"]["name"].startswith("kfocp-knative-")]
+        assert admitted and all(found == running for found in admitted), admitted
+    finally:
+        for name in (serving, ingress):
+            kube.delete(ns_res, name)

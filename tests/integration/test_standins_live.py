@@ -39,6 +39,29 @@ def test_finalizer_is_added_and_only_the_controller_removes_it(kube):
     wait_for(lambda: get(kube, "kubeflow.org/v1", "Profile", "fin-a") is None, 20, what="the Profile gone")
 
 
+def test_a_refused_profile_stays_terminating_while_the_controller_runs(kube):
+    """The controller returns before its finalizer block when it refuses a Profile, so deleting
+    one that holds the finalizer never finishes until its namespace's owner is fixed."""
+    controller = standins.ProfileController(kube, {"t": "refused-delete"})
+    profile(kube, "fin-r", "alice")
+    assert controller.step(["fin-r"]) == ["fin-r"]
+    namespace = get(kube, "v1", "Namespace", "fin-r")
+    namespace["metadata"]["annotations"]["owner"] = "bob"
+    res = kube.resource("v1", "Namespace")
+    kube.request("PUT", kube.path(res, None, "fin-r"), body=namespace)
+    kube.delete(kube.resource("kubeflow.org/v1", "Profile"), "fin-r")
+    for _pass in range(3):
+        assert controller.step(["fin-r"]) == []
+        stuck = get(kube, "kubeflow.org/v1", "Profile", "fin-r")
+        assert stuck is not None and stuck["metadata"]["finalizers"] == [standins.FINALIZER]
+    assert "not owned by profile creator alice" in controller.refused["fin-r"]
+    namespace = get(kube, "v1", "Namespace", "fin-r")
+    namespace["metadata"]["annotations"]["owner"] = "alice"
+    kube.request("PUT", kube.path(res, None, "fin-r"), body=namespace)
+    controller.step(["fin-r"])
+    wait_for(lambda: get(kube, "kubeflow.org/v1", "Profile", "fin-r") is None, 20, what="the Profile gone")
+
+
 def test_someone_elses_namespace_is_refused_and_not_taken_over(kube):
     controller = standins.ProfileController(kube)
     ensure_namespace(kube, "taken-a")  # an OpenShift project with no owner annotation

@@ -37,6 +37,43 @@ def test_uninstall_waits_for_the_controller_to_release_the_profiles(playbook, ku
     wait_for(lambda: not labelled_objects(kube, instance), 60, what="no object of the instance left")
 
 
+def test_uninstall_names_a_profile_the_controller_refuses_before_removing_anything(playbook, kube, control_plane,
+                                                                                   instance):
+    """The controller refuses a Profile whose namespace's owner annotation is not its spec.owner,
+    and never reaches its finalizer block: even while it runs, that Profile would stay Terminating.
+    The run says so, names it and how to release it, and deletes nothing."""
+    name = instance + "-moved"
+    extra = dict(isolated_policies(instance), kfocp_instance=instance,
+                 profiles_list=[{"name": name, "owner": {"user": "o@example.com"}}])
+    controller = profile_controller(control_plane, {"kfocp-test": instance}, kube=kube, only=[name])
+    assert playbook("profiles", extra).rc == 0
+    assert controller.step([name]) == [name]
+    namespaces = kube.resource("v1", "Namespace")
+    ns = kube.get(namespaces, name)
+    ns["metadata"]["annotations"]["owner"] = "someone-else@example.com"
+    kube.request("PUT", kube.path(namespaces, None, name), body=ns)
+    assert controller.step([name]) == []  # refused from now on
+    with controller:
+        refused = playbook("uninstall", {"kfocp_instance": instance, "kfocp_uninstall_profiles_timeout": 30})
+        assert refused.rc != 0
+        text = " ".join(refused.stdout.split())
+        assert "Nothing was removed. The profile controller would never release 1 Profile(s)" in text, text[-3000:]
+        assert ("Profile %s: spec.owner o@example.com, namespace %s owner annotation someone-else@example.com"
+                % (name, name)) in text, text[-3000:]
+        assert "oc annotate namespace <name> owner=<spec.owner> --overwrite" in text
+        live = kube.get(kube.resource(*PROFILE), name)
+        assert live is not None and not live["metadata"].get("deletionTimestamp")
+        assert labelled_objects(kube, instance, patched=False)
+
+        # the namespace given back to the Profile's owner: the controller releases it, and the run goes through
+        ns = kube.get(namespaces, name)
+        ns["metadata"]["annotations"]["owner"] = "o@example.com"
+        kube.request("PUT", kube.path(namespaces, None, name), body=ns)
+        removed = playbook("uninstall", {"kfocp_instance": instance, "kfocp_uninstall_timeout": 60})
+    assert removed.rc == 0, removed.stdout[-3000:]
+    assert kube.get(kube.resource(*PROFILE), name) is None
+
+
 def test_a_crd_is_kept_while_objects_kfocp_did_not_make_remain(kube, instance):
     group = "%s.example.com" % instance
     crd = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",

@@ -152,3 +152,15 @@ def test_a_namespace_of_its_own_admits_exactly_the_proxy_pods():
     assert labels == pod_security.labels(level)
     assert labels["pod-security.kubernetes.io/enforce"] == "baseline"  # its pods set no seccomp profile
     assert "Namespace" not in build()  # the gateway's namespace is the mesh's: never labelled here
+
+
+@pytest.mark.parametrize("arg", ["--skip-auth-regex=^/healthz$", "--bypass-auth-for=^/api", "--bypass-auth-except-for=^/x",
+                                 "--skip-auth-preflight=true", "--htpasswd-file=/etc/htpasswd",
+                                 "--pass-user-headers=false", "--pass-basic-auth=false"])
+def test_flags_that_let_client_identity_headers_through_are_refused(arg):
+    # oauth-proxy (oauthproxy.go ServeHTTP) passes a request on a skipped path upstream as the
+    # client sent it, and an htpasswd session has no e-mail to overwrite X-Forwarded-Email with
+    with pytest.raises(DefinitionError, match="auth_extra_args: %s would let a request reach the gateway with identity "
+                                              "headers the client chose" % arg.split("=")[0]):
+        auth.objects({"host": "a.b", "extra_args": ["--cookie-expire=8h", arg]}, mesh.gateway_info({}), SECRETS, LUA)
+    assert auth.objects({"host": "a.b", "extra_args": ["--cookie-expire=8h"]}, mesh.gateway_info({}), SECRETS, LUA)

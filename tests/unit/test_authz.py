@@ -2,12 +2,14 @@
 controller's real four-rule ns-owner-access-istio (shared/facts/profile-controller.md)."""
 import pytest
 
+import standins
 from ansible_collections.kfocp.kubeflow.plugins.module_utils import authz
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import profiles
 
 GATEWAY = "cluster.local/ns/kubeflow-mesh/sa/kubeflow-ingressgateway-service-account"
-UPSTREAM_GATEWAY = "cluster.local/ns/istio-system/sa/istio-ingressgateway-service-account"
-KFP_UI = "cluster.local/ns/kubeflow/sa/ml-pipeline-ui"
-NOTEBOOK_CONTROLLER = "cluster.local/ns/kubeflow/sa/notebook-controller-service-account"
+UPSTREAM_GATEWAY = standins.DEFAULT_ENV["ISTIO_INGRESS_GATEWAY_PRINCIPAL"]
+KFP_UI = standins.DEFAULT_ENV["KFP_UI_PRINCIPAL"]
+NOTEBOOK_CONTROLLER = standins.DEFAULT_ENV["NOTEBOOK_CONTROLLER_PRINCIPAL"]
 
 
 def policy(name, namespace, rules=None, action=None, selector=None):
@@ -27,20 +29,9 @@ def request(principal="", headers=None, path="/", method="GET", port=8888, host=
             "host": host}
 
 
-def owner_access_policy(profile, owner, env=None, header="kubeflow-userid", prefix=""):
-    """ns-owner-access-istio as the profile controller writes it (getAuthorizationPolicy)."""
-    env = env or {}
-    gateway = env.get("ISTIO_INGRESS_GATEWAY_PRINCIPAL") or UPSTREAM_GATEWAY
-    ui = env.get("KFP_UI_PRINCIPAL") or KFP_UI
-    notebook = env.get("NOTEBOOK_CONTROLLER_PRINCIPAL") or NOTEBOOK_CONTROLLER
-    return policy("ns-owner-access-istio", profile, action="ALLOW", rules=[
-        {"when": [{"key": "request.headers[%s]" % header, "values": [prefix + owner]}],
-         "from": [{"source": {"principals": [gateway, ui]}}]},
-        {"when": [{"key": "source.namespace", "values": [profile]}]},
-        {"to": [{"operation": {"paths": ["/healthz", "/metrics", "/wait-for-drain"]}}]},
-        {"from": [{"source": {"principals": [notebook]}}],
-         "to": [{"operation": {"methods": ["GET"], "paths": ["*/api/kernels"]}}]},
-    ])
+def owner_access_policy(profile, owner, env=None):
+    """ns-owner-access-istio as the profile controller writes it: the stand-in's."""
+    return standins.owner_access_policy(profile, owner, env)
 
 
 @pytest.mark.parametrize("pattern, value, expected", [
@@ -178,10 +169,40 @@ def test_without_the_principal_set_every_owner_request_from_kfocps_gateway_is_de
     assert authz.decide([upstream], request(UPSTREAM_GATEWAY, {"kubeflow-userid": "alice"}), PROFILE)[0] is True
 
 
+CONTRIBUTOR_REQUESTS = [
+    ("the contributor through kfocp's gateway", request(GATEWAY, {"kubeflow-userid": "bob@example.com"})),
+    ("the contributor through the pipelines UI", request(KFP_UI, {"kubeflow-userid": "bob@example.com"})),
+    ("the contributor through upstream's gateway", request(UPSTREAM_GATEWAY, {"kubeflow-userid": "bob@example.com"})),
+    ("the contributor's short name", request(GATEWAY, {"kubeflow-userid": "bob"})),
+    ("another user", request(GATEWAY, {"kubeflow-userid": "carol"})),
+    ("a tenant pod spoofing the contributor", request("cluster.local/ns/team-b/sa/default-editor",
+                                                      {"kubeflow-userid": "bob@example.com"})),
+    ("no mTLS", request("", {"kubeflow-userid": "bob@example.com"})),
+]
+
+
+def kfam_policy(user, role, env):
+    return [o for o in standins.kfam_contributor_objects(PROFILE, user, role, env) if o["kind"] == "AuthorizationPolicy"][0]
+
+
 def test_a_kfam_contributor_policy_adds_exactly_that_user():
-    contributor = policy("user-bob-example-com-clusterrole-edit", PROFILE, [
-        {"when": [{"key": "request.headers[kubeflow-userid]", "values": ["bob@example.com"]}],
-         "from": [{"source": {"principals": [GATEWAY, KFP_UI]}}]}])
-    policies = [owner_access_policy(PROFILE, "alice", KFOCP_ENV), contributor]
-    assert authz.decide(policies, request(GATEWAY, {"kubeflow-userid": "bob@example.com"}), PROFILE)[0]
-    assert not authz.decide(policies, request(GATEWAY, {"kubeflow-userid": "carol"}), PROFILE)[0]
+    owner = owner_access_policy(PROFILE, "alice", KFOCP_ENV)
+    contributor = kfam_policy("bob@example.com", "edit", KFOCP_ENV)
+    got = dict((who, authz.decide([owner, contributor], req, PROFILE)[0]) for who, req in CONTRIBUTOR_REQUESTS)
+    alone = dict((who, authz.decide([owner], req, PROFILE)[0]) for who, req in CONTRIBUTOR_REQUESTS)
+    assert [who for who in got if got[who] != alone[who]] == [
+        "the contributor through kfocp's gateway", "the contributor through the pipelines UI"]
+    assert not any(alone.values())
+
+
+def test_kfocps_contributor_policy_admits_what_kfams_admits():
+    """The profiles role writes a contributor's policy under KFAM's name, so that the dashboard
+    manages it: it must admit exactly what KFAM's would, with the principals KFAM is given."""
+    settings = {"profiles_userid_header": "kubeflow-userid", "profiles_userid_prefix": "",
+                "profiles_authz_principals": [KFOCP_ENV["ISTIO_INGRESS_GATEWAY_PRINCIPAL"], KFOCP_ENV["KFP_UI_PRINCIPAL"]]}
+    ours = [o for o in profiles._user_access(PROFILE, "bob@example.com", "edit", settings)  # pylint: disable=protected-access
+            if o["kind"] == "AuthorizationPolicy"][0]
+    theirs = kfam_policy("bob@example.com", "edit", KFOCP_ENV)
+    assert ours["metadata"]["name"] == theirs["metadata"]["name"]
+    for who, req in CONTRIBUTOR_REQUESTS:
+        assert authz.decide([ours], req, PROFILE)[0] is authz.decide([theirs], req, PROFILE)[0], who

@@ -62,3 +62,32 @@ def test_assemble_gives_the_controller_the_principal_of_the_gateway_the_mesh_rol
                         {"principals": {"ISTIO_INGRESS_GATEWAY_PRINCIPAL": principal, "KFP_UI_PRINCIPAL": UI}})
     found = [o for o in result["objects"] if o["kind"] == "Deployment"][0]
     assert env_of(found, "manager")["ISTIO_INGRESS_GATEWAY_PRINCIPAL"] == principal
+
+
+def test_the_default_principals_name_the_accounts_this_installs_components_run_as():
+    """The profile controller admits the owner's requests from the pipelines UI and the notebook
+    controller's kernel checks by principal (standins.authorization_policy_spec): in another
+    namespace than upstream's kubeflow they must name that namespace's accounts."""
+    from pathlib import Path
+
+    import yaml
+    import standins
+    from ansible_collections.kfocp.kubeflow.plugins.module_utils import authz
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.template import Templar, trust_as_template
+    root = Path(__file__).resolve().parents[2]
+    raw = yaml.safe_load((root / "roles/components/defaults/main.yml").read_text())["components_profile_principals"]
+    env = Templar(loader=DataLoader(), variables={"components_namespace": "kf", "service_mesh_gateway_info": {
+        "principal": GATEWAY}}).template(dict((k, trust_as_template(v)) for k, v in raw.items()))
+    tree = root / "tests/fixtures/manifests/applications/jupyter/notebook-controller/upstream/overlays/kubeflow"
+    account = [d for d in yaml.safe_load_all((tree / "deployment.yaml").read_text())
+               if d["kind"] == "Deployment"][0]["spec"]["template"]["spec"]["serviceAccountName"]
+    policy = {"apiVersion": "security.istio.io/v1", "kind": "AuthorizationPolicy",
+              "metadata": {"name": standins.AUTHZ_NAME, "namespace": "team"},
+              "spec": standins.authorization_policy_spec("team", "alice", env)}
+    kernels = {"principal": "cluster.local/ns/kf/sa/%s" % account, "headers": {}, "path": "/notebook/team/nb/api/kernels",
+               "method": "GET", "port": 8888}
+    assert authz.decide([policy], kernels, "team")[0] is True
+    ui = {"principal": "cluster.local/ns/kf/sa/ml-pipeline-ui", "headers": {"kubeflow-userid": "alice"}, "path": "/",
+          "method": "GET", "port": 8888}
+    assert authz.decide([policy], ui, "team")[0] is True

@@ -231,3 +231,60 @@ def test_one_users_collision_is_reported_and_skipped_and_the_others_get_theirs()
     names = [p["name"] for p in profiles.plan(settings, users, profiles=foreign, skipped=skipped)]
     assert names == ["wendy"]
     assert skipped[0]["user"] == "victor" and "no free profile name for 'victor'" in skipped[0]["message"]
+
+
+def _role_defaults(role, variables):
+    """The role's defaults as Ansible renders them in a play that holds `variables`."""
+    from pathlib import Path
+
+    import yaml
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.template import Templar, trust_as_template
+
+    def trust(value):
+        if isinstance(value, str):
+            return trust_as_template(value)
+        if isinstance(value, list):
+            return [trust(v) for v in value]
+        if isinstance(value, dict):
+            return dict((k, trust(v)) for k, v in value.items())
+        return value
+    raw = yaml.safe_load((Path(__file__).resolve().parents[2] / "roles" / role / "defaults" / "main.yml").read_text())
+    return Templar(loader=DataLoader(), variables=variables).template(trust(raw))
+
+
+@pytest.mark.parametrize("flavour", ["ossm2", "ossm3", "external"])
+def test_contributors_are_admitted_from_the_principals_kfam_is_given(flavour):
+    """KFAM (in profiles-deployment) admits a contributor from the principals the components role
+    puts in its environment; the profiles role writes the same contributor's policy under KFAM's
+    name, and must name the same gateway: the service_mesh role's, whose pods run as its account."""
+    import standins
+    from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import mesh
+    settings = {"flavour": flavour}
+    if flavour == "external":
+        settings["external"] = {"namespace": "mesh-team", "gateway": "edge", "service_account": "edge-sa"}
+    info = mesh.gateway_info(settings)
+    play = {"service_mesh_gateway_info": info, "components_namespace": "kf"}
+    env = _role_defaults("components", play)["components_profile_principals"]
+    settings = dict(_role_defaults("profiles", play), profiles_userid_header="kubeflow-userid", profiles_userid_prefix="")
+    ours = by_kind(profiles._user_access("team-a", "bob@example.com", "edit", settings),  # pylint: disable=protected-access
+                   "AuthorizationPolicy")
+    kfam = by_kind(standins.kfam_contributor_objects("team-a", "bob@example.com", "edit", env), "AuthorizationPolicy")
+    assert list(ours) == list(kfam)
+    key = list(kfam)[0]
+    assert ours[key]["spec"]["rules"] == kfam[key]["spec"]["rules"]
+    assert info["principal"] in ours[key]["spec"]["rules"][0]["from"][0]["source"]["principals"]
+
+
+def test_profiles_the_controller_refuses_and_would_never_release_are_found():
+    def live(name, owner, finalizers=(profiles.FINALIZER,)):
+        return {"metadata": {"name": name, "finalizers": list(finalizers)}, "spec": {"owner": {"kind": "User", "name": owner}}}
+
+    def namespace(name, owner=None):
+        return {"metadata": {"name": name, "annotations": {"owner": owner} if owner else {}}}
+    found = profiles.never_released(
+        [live("ok", "alice"), live("moved", "alice"), live("unowned", "alice"), live("fresh", "alice", ()),
+         live("gone", "alice")],
+        [namespace("ok", "alice"), namespace("moved", "bob"), namespace("unowned"), namespace("fresh", "bob")])
+    assert found == [{"name": "moved", "owner": "alice", "namespace_owner": "bob"},
+                     {"name": "unowned", "owner": "alice", "namespace_owner": None}]

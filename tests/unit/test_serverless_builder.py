@@ -1,9 +1,13 @@
 """Table tests of the serverless builder: system namespaces (owned or shared patch), mesh objects, KnativeServing."""
-import pytest
+from pathlib import Path
 
-from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import serverless
+import pytest
+import yaml
+
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import namespace_policies, serverless
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.objects import DefinitionError
 
+ROOT = Path(__file__).resolve().parents[2]
 LABEL = serverless.SYSTEM_LABEL
 MINE = {"metadata": {"name": "knative-serving", "labels": {"app.kubernetes.io/managed-by": "kfocp",
                                                            "kfocp.io/instance": "prod"}}}
@@ -78,3 +82,14 @@ def test_activator_autoscaler_and_kourier_get_sidecars_in_the_mesh():
 def test_no_sidecars_without_the_mesh():
     [ks] = serverless.knative_serving({"serving_namespace": "knative-serving", "spec": {}, "mesh": {"enabled": False}})
     assert "deployments" not in ks["spec"]
+
+
+def test_the_namespace_policies_default_principals_are_knatives_data_path_in_the_serverless_namespaces():
+    # the two roles' defaults agree: namespace_policies admits the activator and Kourier gateway of
+    # the namespaces the serverless role installs Knative Serving in
+    defaults = dict((role, yaml.safe_load((ROOT / "roles" / role / "defaults" / "main.yml").read_text()))
+                    for role in ("serverless", "namespace_policies"))
+    expected = serverless.data_path_principals(defaults["serverless"]["serverless_serving_namespace"],
+                                               defaults["serverless"]["serverless_ingress_namespace"])
+    assert defaults["namespace_policies"]["namespace_policies_serverless_principals"] == expected
+    assert namespace_policies.DEFAULTS["namespace_policies_serverless_principals"] == expected

@@ -4,6 +4,7 @@ the API server. Each assertion fails if the stand-in is made kinder than the rea
 import pytest
 
 import standins
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import mesh
 
 
 @pytest.mark.parametrize("live, wanted, expected", [
@@ -65,16 +66,22 @@ def test_a_missing_namespace_is_not_refused():
 def test_the_service_mesh_2_operator_opens_each_gateway_unless_told_not_to():
     smcp = {"metadata": {"name": "basic", "namespace": "mesh"},
             "spec": {"version": "v2.6", "gateways": {"additionalIngress": {"gw": {
-                "enabled": True, "runtime": {"pod": {"metadata": {"labels": {"istio": "ingressgateway"}}}}}}}}}
-    policies = dict(((p["metadata"]["namespace"], p["metadata"]["name"]), p["spec"])
-                    for p in standins.maistra_network_policies(smcp, ["team"]))
-    assert sorted(policies) == [("mesh", "gw"), ("mesh", "istio-ingress-router-basic"), ("mesh", "istio-mesh-basic"),
-                                ("team", "istio-expose-route-basic"), ("team", "istio-mesh-basic")]
+                "enabled": True, "service": {"metadata": {"labels": {"istio": "kf"}}}}}}}}
+    found = standins.maistra_network_policies(smcp, ["team"])
+    policies = dict(((p["metadata"]["namespace"], p["metadata"]["name"]), p["spec"]) for p in found)
+    assert sorted(policies) == [("mesh", "gw"), ("mesh", "istio-expose-route-basic"), ("mesh", "istio-istiod-basic"),
+                                ("mesh", "istio-mesh-basic"), ("team", "istio-expose-route-basic"),
+                                ("team", "istio-mesh-basic")]
     # everything may reach the gateway's pods: no NetworkPolicy of anyone else can narrow that
-    assert policies[("mesh", "gw")] == {"podSelector": {"matchLabels": {"istio": "ingressgateway"}},
+    assert policies[("mesh", "gw")] == {"podSelector": {"matchLabels": {"istio": "kf"}},
                                         "policyTypes": ["Ingress"], "ingress": [{}]}
     assert policies[("team", "istio-mesh-basic")]["ingress"] == [
         {"from": [{"namespaceSelector": {"matchLabels": {"maistra.io/member-of": "mesh"}}}]}]
+    assert policies[("mesh", "istio-expose-route-basic")] == policies[("team", "istio-expose-route-basic")]
+    # only the policies not marked internal are copied into the members
+    internal = sorted(p["metadata"]["name"] for p in found
+                      if (p["metadata"].get("annotations") or {}).get("maistra.io/internal") == "true")
+    assert internal == ["gw", "istio-istiod-basic"]
     # on by default: only an explicit false switches them off
     smcp["spec"]["security"] = {"manageNetworkPolicy": False}
     assert standins.maistra_network_policies(smcp, ["team"]) == []
@@ -96,16 +103,35 @@ def test_istiods_injection_webhook_for_a_revision_and_for_the_default_one():
     assert standins.istiod_service("blue", "mesh")["metadata"]["name"] == "istiod-blue"
 
 
-def test_the_service_mesh_2_operator_runs_each_additional_gateway_with_its_pod_labels():
+def test_the_service_mesh_2_operator_labels_gateway_pods_from_the_service_labels_only():
     smcp = {"metadata": {"name": "basic", "namespace": "mesh"},
             "spec": {"gateways": {"additionalIngress": {
-                "gw": {"enabled": True, "service": {"ports": [{"name": "http2", "port": 80, "targetPort": 8080}]},
-                       "runtime": {"pod": {"metadata": {"labels": {"istio": "ingressgateway"}}}}},
+                "gw": {"enabled": True, "service": {"ports": [{"name": "http2", "port": 80, "targetPort": 8080}],
+                                                    "metadata": {"labels": {"istio": "kf"}}},
+                       "runtime": {"pod": {"metadata": {"labels": {"ignored": "yes"}}}}},
+                "bare": {"runtime": {"pod": {"metadata": {"labels": {"istio": "kf"}}}}},
                 "off": {"enabled": False}}}}}
-    objs = dict((o["kind"], o) for o in standins.maistra_gateway_objects(smcp))
-    assert sorted(objs) == ["Deployment", "Service", "ServiceAccount"]
-    template = objs["Deployment"]["spec"]["template"]
-    assert template["metadata"]["labels"] == {"istio": "ingressgateway", "app": "gw"}
+    objs = dict(((o["kind"], o["metadata"]["name"]), o) for o in standins.maistra_gateway_objects(smcp))
+    assert sorted(objs) == [("Deployment", "bare"), ("Deployment", "gw"), ("Service", "bare"), ("Service", "gw"),
+                            ("ServiceAccount", "bare-service-account"), ("ServiceAccount", "gw-service-account")]
+    template = objs[("Deployment", "gw")]["spec"]["template"]
+    assert template["metadata"]["labels"] == {"istio": "kf", "maistra.io/gateway": "gw.mesh", "maistra-control-plane": "mesh"}
     assert template["spec"]["serviceAccountName"] == "gw-service-account"
     assert template["spec"]["containers"][0]["image"] != "auto"
-    assert objs["Service"]["spec"]["selector"] == template["metadata"]["labels"]
+    assert objs[("Service", "gw")]["spec"]["selector"] == {"istio": "kf"}
+    # runtime.pod labels alone: the chart's default labels
+    bare = objs[("Deployment", "bare")]["spec"]["template"]["metadata"]["labels"]
+    assert bare["app"] == "istio-ingressgateway" and bare["istio"] == "ingressgateway"
+
+
+def test_kfocps_gateway_selector_selects_the_pods_the_service_mesh_2_operator_runs():
+    """The auth role's EnvoyFilter and NetworkPolicy and the components' Gateway select the
+    gateway's pods with gateway_info's selector: it must match what the operator labels them."""
+    objs = mesh.objects({"flavour": "ossm2"})
+    smcp = [o for o in objs if o["kind"] == "ServiceMeshControlPlane"][0]
+    info = mesh.gateway_info({"flavour": "ossm2"})
+    deployments = [o for o in standins.maistra_gateway_objects(smcp) if o["kind"] == "Deployment"]
+    assert [d["metadata"]["name"] for d in deployments] == [info["name"]]
+    pod = deployments[0]["spec"]["template"]
+    assert all(pod["metadata"]["labels"].get(k) == v for k, v in info["selector"].items())
+    assert mesh.principal(deployments[0]["metadata"]["namespace"], pod["spec"]["serviceAccountName"]) == info["principal"]

@@ -3,6 +3,8 @@ from pathlib import Path
 
 import pytest
 
+import standins
+
 lupa = pytest.importorskip("lupa")
 
 SOURCE = (Path(__file__).resolve().parents[2] / "roles" / "auth" / "files" / "userid.lua").read_text()
@@ -45,14 +47,69 @@ def run(request_headers):
     return headers
 
 
+# OpenShift user names, as profiles are owned by them; each pair must reach Kubeflow as itself
+NAMES = ["alice", "alice@a.com", "alice@b.com", "alice@a.com@b.com", "bob@cluster.local", "carol@cluster.local.example"]
+
+
+def userid(name, bearer=False, client=None):
+    """The kubeflow-userid the gateway sets for `name`'s request through oauth-proxy."""
+    values = run(standins.oauth_proxy_upstream_headers(client or {}, name, bearer)).all("kubeflow-userid")
+    assert len(values) <= 1, values
+    return values[0] if values else None
+
+
+@pytest.mark.parametrize("bearer", [False, True], ids=["browser session", "bearer token"])
+@pytest.mark.parametrize("name", [n for n in NAMES if not n.endswith("@cluster.local")])
+def test_the_identity_is_the_openshift_user_name(name, bearer):
+    assert userid(name, bearer) == name
+
+
+def test_names_that_share_the_part_before_the_at_stay_apart():
+    for bearer in (False, True):
+        seen = [userid(name, bearer) for name in ("alice", "alice@a.com", "alice@b.com")]
+        assert seen == ["alice", "alice@a.com", "alice@b.com"]
+
+
+def test_a_name_ending_in_cluster_local_is_itself_with_a_token_and_the_short_name_in_a_browser():
+    # oauth-proxy sends the same two headers for the browser sessions of "bob" and of
+    # "bob@cluster.local" (GetEmailAddress appends nothing to a name that holds "@"): the gateway
+    # cannot tell them apart, and reads "bob" (roles/auth/README.md, "Identity").
+    assert standins.oauth_proxy_headers("bob@cluster.local") == standins.oauth_proxy_headers("bob")
+    assert userid("bob@cluster.local") == "bob"
+    assert userid("bob@cluster.local", bearer=True) == "bob@cluster.local"
+
+
+@pytest.mark.parametrize("bearer", [False, True], ids=["browser session", "bearer token"])
+@pytest.mark.parametrize("client", [
+    {"kubeflow-userid": "admin"}, {"Kubeflow-UserID": "admin"},
+    {"x-forwarded-user": "admin", "x-forwarded-email": "admin@cluster.local"},
+    {"X-Forwarded-Email": "alice@evil.com", "KUBEFLOW-USERID": "alice@evil.com"},
+])
+def test_identity_headers_the_client_sent_never_survive(client, bearer):
+    assert userid("alice", bearer, client) == "alice"
+    assert userid("alice@a.com", bearer, client) == "alice@a.com"
+
+
 def test_a_spoofed_header_is_replaced_by_the_proxy_identity():
-    headers = run({"kubeflow-userid": "admin@example.com", "x-forwarded-user": "alice"})
+    headers = run({"kubeflow-userid": "admin@example.com", "x-forwarded-user": "alice",
+                   "x-forwarded-email": "alice@cluster.local"})
     assert headers.all("kubeflow-userid") == ["alice"]
 
 
 def test_a_spoofed_header_in_other_case_is_replaced_too():
-    headers = run({"Kubeflow-UserID": "admin", "X-Forwarded-User": "bob"})
+    headers = run({"Kubeflow-UserID": "admin", "X-Forwarded-User": "bob", "X-Forwarded-Email": "bob@cluster.local"})
     assert headers.all("kubeflow-userid") == ["bob"]
+
+
+@pytest.mark.parametrize("headers", [
+    {"x-forwarded-user": "alice"},  # no e-mail: not what the proxy sends with the openshift provider
+    {"x-forwarded-email": "alice@cluster.local"},
+    {"x-forwarded-user": "alice", "x-forwarded-email": "mallory@example.com"},
+    {"x-forwarded-user": "alice@a.com", "x-forwarded-email": "alice@a.com"},
+    {"x-forwarded-user": "alice", "x-forwarded-email": "alicex@cluster.local"},
+])
+def test_a_pair_the_proxy_never_sends_gives_no_userid(headers):
+    assert run(dict(headers, **{"kubeflow-userid": "admin"})).all("kubeflow-userid") == []
 
 
 def test_no_forwarded_user_leaves_no_userid():
@@ -66,5 +123,5 @@ def test_an_empty_forwarded_user_leaves_no_userid():
 
 
 def test_other_headers_are_kept():
-    headers = run({"x-forwarded-user": "alice", "cookie": "a=b"})
+    headers = run({"x-forwarded-user": "alice", "x-forwarded-email": "alice@cluster.local", "cookie": "a=b"})
     assert headers.all("cookie") == ["a=b"] and headers.all("kubeflow-userid") == ["alice"]

@@ -9,9 +9,10 @@ lets in only users who pass a subject access review: by default a dedicated chec
 `kubeflow.kfocp.io` named `users`, in the proxy's namespace) that a Role grants to the Kubeflow
 users group (`system:authenticated:oauth`: everyone who logged in through OpenShift OAuth).
 An OAuthClient with a generated secret (kept in a Secret) lets it log users in. An EnvoyFilter on
-the gateway removes any kubeflow-userid header the client sent and sets it from x-forwarded-user,
-the identity the proxy established. A NetworkPolicy admits only the proxy's pods to the gateway's
-pods, so that no pod in the cluster can send the gateway an x-forwarded-user of its own choosing.
+the gateway removes any kubeflow-userid header the client sent and sets it to the OpenShift user
+name, derived from the x-forwarded-user and x-forwarded-email the proxy established
+(roles/auth/files/userid.lua). A NetworkPolicy admits only the proxy's pods to the gateway's
+pods, so that no pod in the cluster can send the gateway identity headers of its own choosing.
 """
 from __future__ import absolute_import, division, print_function
 
@@ -47,6 +48,12 @@ OPENSHIFT_SAR_KEYS = {"namespace": "namespace", "group": "resourceAPIGroup", "re
 SERVING_CERT = "service.beta.openshift.io/serving-cert-secret-name"
 HTTPS_PORT = 8443
 SECRET_KEYS = ("client_secret", "cookie_secret")
+# oauth-proxy's flags (openshift/oauth-proxy, main.go, oauthproxy.go ServeHTTP and Authenticate)
+# under which a request reaches the upstream with the X-Forwarded-User/-Email the client sent:
+# paths let through without authentication, an htpasswd login (its session has no e-mail, so the
+# client's X-Forwarded-Email stays), and switching the user headers off.
+IDENTITY_FLAGS = ("--skip-auth-regex", "--bypass-auth-for", "--bypass-auth-except-for", "--skip-auth-preflight",
+                  "--htpasswd-file", "--pass-user-headers", "--pass-basic-auth")
 
 
 def normalise(settings, field="auth"):
@@ -90,7 +97,13 @@ def normalise(settings, field="auth"):
             "%r is not a replica count" % (s["replicas"],), "Use 1 or more")
     require(isinstance(s["extra_args"], list) and all(isinstance(a, str) and a.startswith("--")
                                                       for a in s["extra_args"]),
-            field + "_extra_args", "must be a list of --flag=value strings", "Give oauth-proxy flags, e.g. --skip-auth-regex=^/healthz")
+            field + "_extra_args", "must be a list of --flag=value strings", "Give oauth-proxy flags, e.g. --cookie-expire=8h")
+    for arg in s["extra_args"]:
+        flag = arg.split("=", 1)[0]
+        require(flag not in IDENTITY_FLAGS, field + "_extra_args",
+                "%s would let a request reach the gateway with identity headers the client chose" % flag,
+                "Leave it out: the gateway trusts x-forwarded-user and x-forwarded-email, which oauth-proxy "
+                "sets only on the requests it authenticated with OpenShift")
     return s
 
 
@@ -166,7 +179,7 @@ def access_grant(settings, proxy_namespace):
 
 def gateway_network_policy(settings, gateway, proxy_namespace):
     """The NetworkPolicy that admits only the proxy's pods to the gateway's pods: the gateway
-    trusts x-forwarded-user, so no other pod may reach it."""
+    trusts x-forwarded-user and x-forwarded-email, so no other pod may reach it."""
     s = normalise(settings)
     peer = {"podSelector": {"matchLabels": {"app": s["name"]}}}
     if proxy_namespace != gateway["namespace"]:
@@ -200,7 +213,7 @@ def proxy_args(settings, gateway):
 
 
 def userid_filter(gateway, lua_source, name="kfocp-kubeflow-userid"):
-    """The EnvoyFilter that makes the gateway set kubeflow-userid from x-forwarded-user only."""
+    """The EnvoyFilter that makes the gateway set kubeflow-userid from oauth-proxy's identity headers only."""
     require(isinstance(lua_source, str) and "envoy_on_request" in lua_source, "lua_source",
             "must be Lua code with an envoy_on_request function", "Load roles/auth/files/userid.lua")
     api = gateway["api_versions"]["EnvoyFilter"]

@@ -24,7 +24,7 @@ import json
 import re
 
 from ansible_collections.kfocp.kubeflow.plugins.module_utils import objects as o
-from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import mesh, pod_security, scc
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import mesh, pod_security, scc, serverless
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.common import (  # noqa: F401 (plain)
     dns_label, dns_subdomain, label_selector, labels, plain, qualified_name, quantity, require)
 
@@ -62,8 +62,7 @@ DEFAULTS = {
     "namespace_policies_scc": "",
     "namespace_policies_scc_serviceaccounts": ["default-editor"],
     "namespace_policies_serverless": False,
-    "namespace_policies_serverless_principals": ["cluster.local/ns/knative-serving/sa/controller",
-                                                 "cluster.local/ns/knative-serving-ingress/sa/net-kourier"],
+    "namespace_policies_serverless_principals": serverless.data_path_principals(),
     "namespace_policies_serverless_workloads": [
         {"name": "kserve-predictor", "match_labels": {"component": "predictor"}},
         {"name": "kserve-transformer", "match_labels": {"component": "transformer"}},

@@ -215,6 +215,10 @@ def _prefix(settings, key):
     return value
 
 
+# The profile controller's finalizer (controllers/profile_controller.go): only it removes it.
+FINALIZER = "profile-finalizer"
+
+
 def _namespace_owners(namespaces):
     """{name: the namespace's owner annotation, or None} of the live namespaces."""
     return dict((n["metadata"]["name"], (n["metadata"].get("annotations") or {}).get("owner"))
@@ -239,6 +243,22 @@ def _check_declared(profile, where, settings, owners, live):
         require(False, where + ".name", "namespace %r already exists and is not %s's (owner annotation: %s): the "
                 "profile controller would refuse the profile" % (name, owner, owners[name] or "none"),
                 "Choose another name, or set profiles_name_prefix for automatic profiles")
+
+
+def never_released(live_profiles, namespaces):
+    """The Profiles whose deletion the profile controller would never finish: it refuses a Profile
+    whose namespace exists without `owner: <spec.owner.name>`, and returns before its finalizer
+    block, so one that holds profile-finalizer stays Terminating. Each as {name, owner,
+    namespace_owner}, sorted by name."""
+    owners = _namespace_owners(namespaces)
+    out = []
+    for profile in plain(live_profiles) or ():
+        meta = profile["metadata"]
+        owner = (((profile.get("spec") or {}).get("owner") or {}).get("name")) or ""
+        name = meta["name"]
+        if FINALIZER in (meta.get("finalizers") or []) and name in owners and owners[name] != owner:
+            out.append({"name": name, "owner": owner, "namespace_owner": owners[name]})
+    return sorted(out, key=lambda p: p["name"])
 
 
 def plan(settings, users=(), groups=(), profiles=(), namespaces=None, skipped=None):

@@ -16,6 +16,19 @@ from ansible_collections.kfocp.kubeflow.plugins.module_utils.objects import OWNE
 
 SYSTEM_LABEL = "serving.knative.openshift.io/system-namespace"
 NAME_LABEL = "kubernetes.io/metadata.name"
+# The service accounts of Knative's data path as OpenShift Serverless ships it
+# (openshift-knative/serverless-operator): the activator runs as `activator` in the serving
+# namespace; Kourier's gateway (3scale-kourier-gateway, in <serving namespace>-ingress) names no
+# service account, so it runs as `default` (`net-kourier` is its controller's).
+ACTIVATOR_ACCOUNT = "activator"
+KOURIER_GATEWAY_ACCOUNT = "default"
+
+
+def data_path_principals(serving_namespace="knative-serving", ingress_namespace="knative-serving-ingress"):
+    """The mesh principals of the requests Knative's activator and Kourier gateway send to the
+    inference pods."""
+    return ["cluster.local/ns/%s/sa/%s" % (serving_namespace, ACTIVATOR_ACCOUNT),
+            "cluster.local/ns/%s/sa/%s" % (ingress_namespace, KOURIER_GATEWAY_ACCOUNT)]
 
 
 def system_namespace(name, live, instance, labels=None):
