@@ -39,7 +39,7 @@ CHANNELS = {
     MESH3: {"stable-3.0": ("4.13", None), "stable-3.1": ("4.13", None), "stable-3.2": ("4.13", None),
             "stable-3.3": ("4.13", None), "stable-3.4": ("4.13", None), "stable": ("4.13", None)},
     SERVERLESS: {"stable-1.35": ("4.14", "4.18"), "stable-1.36": ("4.14", "4.20"), "stable-1.37": ("4.14", "4.23"),
-                 "stable-1.38": ("4.16", "4.22"), "stable": ("4.14", "4.23")},
+                 "stable-1.38": ("4.16", "4.22"), "stable": ("4.12", "4.23")},
 }
 
 
