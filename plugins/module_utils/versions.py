@@ -19,6 +19,7 @@ from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.common imp
 # The OpenShift minors kfocp supports.
 SUPPORTED = ("4.14", "4.15", "4.16", "4.17", "4.18", "4.19", "4.20")
 
+
 def _key(version):
     return tuple(int(p) for p in version.split("."))
 
