@@ -443,6 +443,7 @@ class PlayOperators:
                     key = ("sub", sub["metadata"]["namespace"], sub["spec"]["name"])
                     if key not in self.done and standins.olm_step(self.kube, sub) is not None:
                         self.done.add(key)
+                    standins.fail_csvs_of_many_groups(self.kube, sub["metadata"]["namespace"])
                 for api_version, kind in self.MESH:
                     try:
                         res = self.kube.resource(api_version, kind)
@@ -499,3 +500,58 @@ def play_pvc_protection(kube, stop, interval=0.5):
         except KubeError:
             pass
         stop.wait(interval)
+
+
+# ---------------------------------------------------------------- OpenShift's version and older APIs
+
+# The openshift/api module whose CRDs the tests install (the Go module proxy serves it).
+OPENSHIFT_API = "github.com/openshift/api@v0.0.0-20260318185450-1f2fa3f09f4e"
+
+
+def install_clusterversion_crd(control_plane):
+    """Install OpenShift's ClusterVersion CRD as openshift/api ships it (config/v1, Default feature
+    set), from the Go module proxy."""
+    import json
+    import subprocess
+    out = subprocess.run(["go", "mod", "download", "-json", OPENSHIFT_API], capture_output=True, text=True,
+                         check=True, timeout=600)
+    crd = (Path(json.loads(out.stdout)["Dir"]) / "config" / "v1" / "zz_generated.crd-manifests"
+           / "0000_00_cluster-version-operator_01_clusterversions-Default.crd.yaml")
+    control_plane.kubectl("apply", "--server-side", "--field-manager=cluster-bootstrap", "-f", str(crd))
+    control_plane.wait_established("clusterversions.config.openshift.io")
+
+
+def play_cluster_version(kube, version):
+    """The ClusterVersion `version` of a cluster that runs OpenShift `version`, as the cluster
+    version operator writes it (status.desired.version)."""
+    import standins
+    res = kube.resource("config.openshift.io/v1", "ClusterVersion")
+    live = kube.apply(res, {"apiVersion": res.api_version, "kind": "ClusterVersion", "metadata": {"name": "version"},
+                            "spec": {"clusterID": "3c7a3c1e-7e0f-4bd8-9f43-1b6a8c2f0d11"}},
+                      "cluster-version-operator", force=True)
+    standins._status_patch(kube, res, live, {
+        "desired": {"version": version, "image": "quay.io/openshift-release-dev/ocp-release:%s-x86_64" % version},
+        "availableUpdates": None, "observedGeneration": live["metadata"].get("generation", 1),
+        "versionHash": "abc"}, "cluster-version-operator")
+
+
+def nfd_crd_before_419(control_plane):
+    """Put the NodeFeatureDiscovery CRD as the NFD operator of OpenShift 4.18 and earlier has it:
+    spec.operand holds image, imagePullPolicy and servicePort only, and no unknown field
+    (openshift/cluster-nfd-operator release-4.18, api/v1/nodefeaturediscovery_types.go, OperandSpec;
+    workerTolerations came in release-4.19). The CRD of hack/crds is the newer one. Returns a
+    function that puts that one back."""
+    import yaml
+    path = ROOT / "hack" / "crds" / "nodefeaturediscoveries.nfd.openshift.io.yaml"
+    newer = path.read_text()
+    crd = yaml.safe_load(newer.split("\n---\n", 1)[1])
+    operand = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["operand"]
+    operand.pop("x-kubernetes-preserve-unknown-fields")
+    operand["properties"].pop("workerTolerations")
+
+    def put(text):
+        control_plane.kubectl("apply", "--server-side", "--force-conflicts", "--field-manager=cluster-bootstrap",
+                              "-f", "-", input=text)
+        control_plane.wait_established("nodefeaturediscoveries.nfd.openshift.io")
+    put(yaml.safe_dump(crd))
+    return lambda: put(newer)

@@ -435,16 +435,39 @@ def olm_step(kube, subscription, csv_name=None, phase="Succeeded"):
 
 def play_csv(kube, namespace, package, csv_name, phase="Succeeded"):
     """The ClusterServiceVersion OLM installs for an approved plan, labelled
-    operators.coreos.com/<package>.<namespace> and in `phase`."""
+    operators.coreos.com/<package>.<namespace> and in `phase`; Failed (TooManyOperatorGroups) in a
+    namespace that holds more than one OperatorGroup, as OLM fails it."""
     res = kube.resource(*CSVS)
     body = {"apiVersion": res.api_version, "kind": "ClusterServiceVersion",
             "metadata": {"name": csv_name, "namespace": namespace,
                          "labels": {"operators.coreos.com/%s.%s" % (package, namespace): ""}},
             "spec": {"displayName": package, "install": {"strategy": "deployment"}}}
     live = kube.apply(res, body, "olm", force=True)
-    _status_patch(kube, res, live, {"phase": phase, "reason": "InstallSucceeded" if phase == "Succeeded" else "Installing",
-                                    "message": "install strategy completed with no errors"}, "olm")
+    if not fail_csvs_of_many_groups(kube, namespace):
+        _status_patch(kube, res, live, {"phase": phase,
+                                        "reason": "InstallSucceeded" if phase == "Succeeded" else "Installing",
+                                        "message": "install strategy completed with no errors"}, "olm")
     return csv_name
+
+
+# operator-framework/operator-lifecycle-manager, pkg/controller/operators/olm/operator.go,
+# operatorGroupForCSV: with more than one OperatorGroup in its namespace, a CSV (Succeeded or not)
+# goes to phase Failed, reason TooManyOperatorGroups, with this message.
+TOO_MANY_GROUPS = "csv created in namespace with multiple operatorgroups, can't pick one automatically"
+
+
+def fail_csvs_of_many_groups(kube, namespace):
+    """What OLM does to the CSVs of a namespace with more than one OperatorGroup: it fails them
+    (TooManyOperatorGroups). Returns whether it did."""
+    groups = kube.list(kube.resource("operators.coreos.com/v1", "OperatorGroup"), namespace=namespace)
+    if len(groups) < 2:
+        return False
+    res = kube.resource(*CSVS)
+    for csv in kube.list(res, namespace=namespace):
+        if (csv.get("status") or {}).get("reason") != "TooManyOperatorGroups":
+            _status_patch(kube, res, csv, {"phase": "Failed", "reason": "TooManyOperatorGroups",
+                                           "message": TOO_MANY_GROUPS}, "olm")
+    return True
 
 
 # ---------------------------------------------------------------- the mesh operators

@@ -77,6 +77,9 @@ class Operator:
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         env.setdefault("KFOCP_COLLECTIONS_PATH", str(ROOT / ".cache" / "collections"))
         env.pop("KUBECONFIG", None)
+        # The local control plane has no ClusterVersion: it runs the roles for the local inventory's
+        # OpenShift version (the operator's configuration, as on a plain Kubernetes cluster).
+        env.setdefault("KFOCP_KFOCP_OPENSHIFT_VERSION", '"4.20"')
         env.update(self.env)
         cmd = [sys.executable, "-m", "kfocp_operator", "--kubeconfig", str(self.kubeconfig), "--port", str(self.port),
                "--operator-namespace", self.namespace] + self.args

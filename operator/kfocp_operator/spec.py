@@ -16,6 +16,12 @@ from kfocp_operator.paramconv import to_camel, to_snake
 
 # Fields of the operator itself, next to the roles' variables.
 OPERATOR_OPTIONS = {
+    "kfocp_openshift_version": {
+        "type": "str",
+        "description": ["The OpenShift version of a cluster without ClusterVersion (plain Kubernetes), for which the "
+                        "roles choose their channels and fields; on OpenShift it is read from the cluster, and this "
+                        "one, when set, must match it (README \"Supported versions\")."],
+    },
     "reconcile_period": {
         "type": "str",
         "description": ["How often the operator re-runs the playbook to correct drift (for example 30m, 1h30m). "

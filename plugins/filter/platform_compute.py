@@ -20,4 +20,5 @@ class FilterModule(object):
             "serverless_objects": _wrap(serverless.objects),
             "serverless_knative_serving": _wrap(serverless.knative_serving),
             "olm_csv_waits": _wrap(olm.waits),
+            "olm_operator_groups": _wrap(olm.operator_groups),
         }

@@ -84,7 +84,8 @@ def _spec(team):
         field = model.camel("%s_state" % role)
         if role not in ON and field in fields:
             spec[field] = "absent"
-    spec.update(sccGrantsDefault=[], sccGrantsExtra=[
+    # the local control plane has no ClusterVersion: the CR names the OpenShift version
+    spec.update(kfocpOpenshiftVersion="4.20", sccGrantsDefault=[], sccGrantsExtra=[
         {"namespace": team, "serviceaccount": "trainer", "scc": "nonroot-v2", "reason": "fixed UID"}])
     return spec
 

@@ -2,12 +2,12 @@
 nothing until the plan is approved. The gpu role approves it only when the inventory says so;
 otherwise it stops and names the plan. OLM is played by helpers.PlayOperators (standins.olm_step),
 which leaves a Manual plan pending until someone approves it."""
-from helpers import PlayOperators, only_roles, play_installer_worker_machineset
+from helpers import PlayOperators, ensure_namespace, only_roles, play_installer_worker_machineset
 
 OWN_PLANE = True  # the gpu role's objects have fixed, cluster-wide names
 OPERATORS = [{"namespace": "openshift-nfd", "package": "nfd", "channel": "stable", "source": "redhat-operators",
               "approval": "Manual"},
-             {"namespace": "nvidia-gpu-operator", "package": "gpu-operator-certified", "channel": "v24.9",
+             {"namespace": "nvidia-gpu-operator", "package": "gpu-operator-certified", "channel": "v25.10",
               "source": "certified-operators", "approval": "Manual"}]
 
 
@@ -61,3 +61,30 @@ def test_a_manual_install_plan_stops_the_run_unless_the_inventory_approves_it(pl
         assert done.rc == 0, done.stdout[-3000:]
     assert kube.get(plans, "install-nfd", "openshift-nfd")["spec"]["approved"] is True
     assert kube.get(kube.resource("nvidia.com/v1", "ClusterPolicy"), "gpu-cluster-policy") is not None
+    assert playbook("site", dict(extravars(instance, approved), gpu_state="absent")).rc == 0
+
+
+def test_an_operator_group_someone_else_made_is_left_alone_and_olm_installs(playbook, kube, instance):
+    # An operator once installed from the console and removed again leaves its namespace and the
+    # console's OperatorGroup. A second OperatorGroup there makes OLM fail the CSV
+    # (TooManyOperatorGroups, played by the OLM stand-in); kfocp adds none and says so.
+    play_installer_worker_machineset(kube)
+    groups = kube.resource("operators.coreos.com/v1", "OperatorGroup")
+    ensure_namespace(kube, "nvidia-gpu-operator")
+    kube.apply(groups, {"apiVersion": "operators.coreos.com/v1", "kind": "OperatorGroup",
+                        "metadata": {"name": "nvidia-gpu-operator-x7k2p", "namespace": "nvidia-gpu-operator"},
+                        "spec": {"targetNamespaces": ["nvidia-gpu-operator"]}}, "console", force=True)
+    try:
+        with PlayOperators(kube):
+            result = playbook("site", extravars(instance, [dict(op, approval="Automatic") for op in OPERATORS]))
+        assert result.rc == 0, result.stdout[-3000:]
+        assert "OperatorGroup nvidia-gpu-operator/nvidia-gpu-operator-x7k2p was made by someone else: left as it " \
+            "is, and kfocp adds none to nvidia-gpu-operator" in " ".join(result.stdout.split())
+        assert [g["metadata"]["name"] for g in kube.list(groups, namespace="nvidia-gpu-operator")] == [
+            "nvidia-gpu-operator-x7k2p"]
+        [csv] = kube.list(kube.resource("operators.coreos.com/v1alpha1", "ClusterServiceVersion"),
+                          namespace="nvidia-gpu-operator")
+        assert csv["status"]["phase"] == "Succeeded"
+    finally:
+        playbook("site", dict(extravars(instance, OPERATORS), gpu_state="absent"))
+        kube.delete(groups, "nvidia-gpu-operator-x7k2p", "nvidia-gpu-operator")

@@ -136,8 +136,11 @@ def test_operators_namespaces_groups_subscriptions_and_csv_selector():
     assert objs[4]["spec"] == {"channel": "stable", "name": "nfd", "source": "redhat-operators",
                                "sourceNamespace": "openshift-marketplace", "installPlanApproval": "Automatic"}
     assert olm.waits(ops, "x")[0]["selector"] == "operators.coreos.com/nfd.openshift-nfd"
-    with pytest.raises(DefinitionError, match=r"gpu_operators\[0\].channel: is required"):
+    with pytest.raises(DefinitionError, match=r"kfocp_openshift_version: is not known, so gpu_operators\[0\] has no "
+                                              r"default channel"):
         olm.objects([{"namespace": "a", "package": "b", "source": "c"}], "gpu_operators")
+    with pytest.raises(DefinitionError, match=r"gpu_operators\[0\].channel: is required: kfocp has no channel of b"):
+        olm.objects([{"namespace": "a", "package": "b", "source": "c"}], "gpu_operators", None, "4.18")
 
 
 def test_objects_add_the_nfd_namespace_once():
@@ -148,7 +151,8 @@ def test_objects_add_the_nfd_namespace_once():
 def test_operands_tolerate_the_taint_and_need_every_cluster_policy_section():
     spec = dict((s, {"enabled": True}) for s in gpu.CLUSTER_POLICY_SECTIONS)
     spec["operator"] = {"defaultRuntime": "crio"}
-    nfd, policy = gpu.operands({"nfd": {"spec": {"operand": {"servicePort": 12000}}}, "cluster_policy": {"spec": spec}})
+    nfd, policy = gpu.operands({"nfd": {"spec": {"operand": {"servicePort": 12000}}}, "cluster_policy": {"spec": spec},
+                                "openshift": "4.20"})
     assert nfd["metadata"] == {"name": "nfd-instance", "namespace": "openshift-nfd"}
     assert nfd["spec"]["operand"]["workerTolerations"] == [gpu.TOLERATION]
     assert policy["kind"] == "ClusterPolicy" and policy["spec"]["daemonsets"]["tolerations"] == [gpu.TOLERATION]

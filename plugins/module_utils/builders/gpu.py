@@ -9,6 +9,7 @@ __metaclass__ = type
 
 import copy
 
+from ansible_collections.kfocp.kubeflow.plugins.module_utils import versions
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import olm
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.common import (
     dns_label, label_value, labels, named_entries, namespace, require)
@@ -210,11 +211,18 @@ def _tolerating(tolerations):
     return tolerations
 
 
-def node_feature_discovery(name, namespace, spec):
-    """The NodeFeatureDiscovery instance; its workers tolerate the ai-ml taint."""
+def node_feature_discovery(name, namespace, spec, tolerations=True, field="gpu_nfd_spec"):
+    """The NodeFeatureDiscovery instance; its workers tolerate the ai-ml taint. `tolerations`:
+    whether the NFD operator has spec.operand.workerTolerations (from 4.19); before, its workers
+    tolerate every NoSchedule taint on their own, and the API refuses the field."""
     spec = copy.deepcopy(spec or {})
     operand = spec.setdefault("operand", {})
-    operand["workerTolerations"] = _tolerating(operand.get("workerTolerations"))
+    if tolerations:
+        operand["workerTolerations"] = _tolerating(operand.get("workerTolerations"))
+    else:
+        require("workerTolerations" not in operand, field + ".operand.workerTolerations",
+                "does not exist in the NodeFeatureDiscovery API before the NFD operator of OpenShift 4.19",
+                "Leave it out: the NFD operator's workers tolerate every NoSchedule taint before 4.19")
     return {"apiVersion": "nfd.openshift.io/v1", "kind": "NodeFeatureDiscovery",
             "metadata": {"name": name, "namespace": namespace}, "spec": spec}
 
@@ -234,9 +242,11 @@ def cluster_policy(name, spec, field="gpu_cluster_policy_spec"):
 def objects(params):
     """The gpu role's first apply: the operators (Namespace, OperatorGroup, Subscription) and the
     GPU MachineSets. `params`: operators, machinesets, live_machinesets, cloud, instance_type_fields,
-    nfd_namespace (the NodeFeatureDiscovery's namespace, created when missing)."""
+    nfd_namespace (the NodeFeatureDiscovery's namespace, created when missing), live_operator_groups
+    (the cluster's OperatorGroups), openshift (the cluster's OpenShift minor)."""
     fields = params.get("instance_type_fields") or INSTANCE_TYPE_FIELDS
-    operators = olm.objects(params.get("operators") or [], "gpu_operators")
+    operators = olm.objects(params.get("operators") or [], "gpu_operators", params.get("live_operator_groups"),
+                            params.get("openshift") or None)
     nfd_ns = params.get("nfd_namespace")
     if nfd_ns and not any(o["kind"] == "Namespace" and o["metadata"]["name"] == nfd_ns for o in operators):
         operators.insert(0, namespace(dns_label(nfd_ns, "gpu_nfd_namespace")))
@@ -246,12 +256,16 @@ def objects(params):
 
 
 def operands(params):
-    """The gpu role's second apply, once the operators run: NodeFeatureDiscovery and ClusterPolicy."""
+    """The gpu role's second apply, once the operators run: NodeFeatureDiscovery and ClusterPolicy.
+    `params`: nfd, cluster_policy, openshift (the cluster's OpenShift minor), installed ({package:
+    version} of the installed operators: the NFD operator's version decides its fields)."""
     out = []
     nfd = params.get("nfd") or {}
     if nfd.get("enabled", True):
+        tolerations = versions.feature("NodeFeatureDiscovery", params.get("openshift") or None,
+                                       params.get("installed") or {})
         out.append(node_feature_discovery(nfd.get("name", "nfd-instance"), nfd.get("namespace", "openshift-nfd"),
-                                          nfd.get("spec")))
+                                          nfd.get("spec"), tolerations))
     policy = params.get("cluster_policy") or {}
     if policy.get("enabled", True):
         out.append(cluster_policy(policy.get("name", "gpu-cluster-policy"), policy.get("spec")))

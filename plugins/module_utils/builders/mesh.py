@@ -23,6 +23,7 @@ __metaclass__ = type
 import copy
 import re
 
+from ansible_collections.kfocp.kubeflow.plugins.module_utils import versions
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.common import (
     dns_label, labels, namespace, require)
 
@@ -54,13 +55,19 @@ DEFAULTS = {
               "manage_network_policy": False,
               "subscription": {"name": "servicemeshoperator", "channel": "stable", "source": "redhat-operators",
                                "source_namespace": "openshift-marketplace", "namespace": "openshift-operators"}},
-    "ossm3": {"name": "default", "version": "v1.26.3", "update_strategy": "InPlace", "revision": "",
+    # The Istio version and the channel come from the support matrix (module_utils/versions): a
+    # channel pinned to one minor of the Sail operator, and a version that operator installs.
+    "ossm3": {"name": "default", "version": versions.DEFAULT_ISTIO, "update_strategy": "InPlace", "revision": "",
               "cni_namespace": "istio-cni",
-              "subscription": {"name": "servicemeshoperator3", "channel": "stable", "source": "redhat-operators",
+              "subscription": {"name": "servicemeshoperator3", "channel": "", "source": "redhat-operators",
                                "source_namespace": "openshift-marketplace", "namespace": "openshift-operators"}},
     "external": {"namespace": "", "gateway": "", "revision": "", "gateway_labels": {}, "api": "upstream",
                  "member_label": {}, "service_account": ""},
     "keep_ossm2": False,
+    # From the pre-flight, not inputs of the role: the cluster's OpenShift minor and the installed
+    # operators' versions ({package: version}).
+    "openshift": "",
+    "installed": {},
 }
 # Upstream Kubeflow's `kubeflow-gateway` Gateway selects `istio: ingressgateway`: kfocp's gateway
 # pods carry that label, and their own name in GATEWAY_LABEL so that kfocp's EnvoyFilters select
@@ -81,7 +88,7 @@ def _merge(defaults, given, field, top=False):
             continue
         where = ("%s_%s" if top else "%s.%s") % (field, key)
         require(key in defaults, where, "is not a known setting", "Use one of %s" % ", ".join(sorted(defaults)))
-        if isinstance(defaults[key], dict) and key not in ("member_label", "gateway_labels"):
+        if isinstance(defaults[key], dict) and key not in ("member_label", "gateway_labels", "installed"):
             out[key] = _merge(defaults[key], value, where)
         else:
             out[key] = copy.deepcopy(value)
@@ -125,6 +132,16 @@ def normalise(settings, field="service_mesh"):
             "%r is not an update strategy" % (o3["update_strategy"],), "Use InPlace or RevisionBased")
     dns_label(o3["name"], field + "_ossm3.name")
     dns_label(o3["cni_namespace"], field + "_ossm3.cni_namespace")
+    sub3 = o3["subscription"]
+    s["openshift"] = versions.minor(s["openshift"]) if s["openshift"] else ""
+    sub3["channel"] = sub3["channel"] or versions.DEFAULT_CHANNELS.get(
+        s["openshift"], versions.DEFAULT_CHANNELS[versions.SUPPORTED[-1]])[versions.MESH3]
+    if s["flavour"] == "ossm3":
+        if s["olm"]:
+            versions.check_channel(versions.MESH3, sub3["channel"], s["openshift"] or None,
+                                   field + "_ossm3.subscription.channel")
+        versions.check_istio(o3["version"], sub3["channel"] if s["olm"] else "",
+                             (s["installed"] or {}).get(versions.MESH3), field + "_ossm3.version")
     if s["flavour"] == "ossm3" and o3["update_strategy"] == "RevisionBased" and not o3["revision"]:
         require(not o3["version"].endswith("-latest"), field + "_ossm3.revision",
                 "cannot be derived from version %s with the RevisionBased strategy" % o3["version"],

@@ -82,14 +82,16 @@ def mesh_objects(mesh, system_namespaces, field="serverless_mesh"):
 def objects(params):
     """The serverless role's first apply (before the operator runs). `params`: operators,
     serving_namespace, ingress_namespace, live_namespaces {name: the live Namespace, or a list of
-    zero or one of them as k8s_info returns it}, instance, mesh."""
+    zero or one of them as k8s_info returns it}, instance, mesh, live_operator_groups (the cluster's
+    OperatorGroups), openshift (the cluster's OpenShift minor)."""
     serving_ns = dns_label(params.get("serving_namespace") or "", "serverless_serving_namespace")
     ingress_ns = dns_label(params.get("ingress_namespace") or "", "serverless_ingress_namespace")
     require(serving_ns != ingress_ns, "serverless_ingress_namespace", "is the same as serverless_serving_namespace",
             "Use two namespaces, e.g. knative-serving and knative-serving-ingress")
     live = params.get("live_namespaces") or {}
     instance = params.get("instance") or "kfocp"
-    out = olm.objects(params.get("operators") or [], "serverless_operators")
+    out = olm.objects(params.get("operators") or [], "serverless_operators", params.get("live_operator_groups"),
+                      params.get("openshift") or None)
     names = [serving_ns, ingress_ns]
     for name in names:
         found = live.get(name)
