@@ -602,9 +602,9 @@ def scc_admission_choice(kube, pod, creator, creator_groups):
     account = (pod.get("spec") or {}).get("serviceAccountName") or "default"
     sa_user = "system:serviceaccount:%s:%s" % (namespace, account)
     sa_groups = ["system:serviceaccounts", "system:serviceaccounts:" + namespace]
-    usable = [scc for scc in kube.list(kube.resource("security.openshift.io/v1", "SecurityContextConstraints"))
-              if _may_use(kube, scc, namespace, sa_user, sa_groups) or _may_use(kube, scc, namespace, creator,
-                                                                                 creator_groups)]
+    sccs = kube.list(kube.resource("security.openshift.io/v1", "SecurityContextConstraints"))
+    usable = [scc for scc in sccs if _may_use(kube, scc, namespace, sa_user, sa_groups)
+              or _may_use(kube, scc, namespace, creator, creator_groups)]
     if not usable:
         raise AssertionError("SCC admission refuses %s/%s: no SCC it may use" % (namespace, pod["metadata"]["name"]))
     top = max(scc.get("priority") or 0 for scc in usable)

@@ -273,8 +273,10 @@ def gpu_rows(target, machinesets, nodes):
         where = "MachineSet %s/%s" % (target["namespace"], name)
         taints = (((found or {}).get("spec") or {}).get("template") or {}).get("spec", {}).get("taints")
         ok = found is not None and _tainted(taints, taint)
-        detail = "no such MachineSet" if found is None else ("taints its nodes " + text if ok else
-                                                              "does not taint its nodes " + text)
+        if found is None:
+            detail = "no such MachineSet"
+        else:
+            detail = ("taints its nodes " if ok else "does not taint its nodes ") + text
         rows.append({"check": "gpu", "target": where, "pass": ok, "detail": detail})
     gpu_nodes = [n for n in nodes or [] if _gpus(n)]
     for node in gpu_nodes:
