@@ -92,7 +92,7 @@ def targets(variables):
         elif settings["flavour"] == "ossm3":
             found.update(ISTIO, name=settings["ossm3"]["name"], namespace="")
         out["mesh"] = found
-    if _enabled(variables, "gpu") and variables.get("gpu_state", "present") == "present":
+    if _enabled(variables, "gpu") and (variables.get("gpu_state") or "present") == "present":
         entries = variables.get("gpu_machinesets") or []
         out["gpu"] = {"taint": dict(gpu.TAINT), "namespace": gpu.MACHINE_API,
                       "machinesets": [e["name"] for e in entries if isinstance(e, dict) and e.get("name")]}
@@ -121,7 +121,7 @@ def reviews(pods):
             continue
         seen.add(key)
         user = "system:serviceaccount:%s:%s" % key[:2]
-        out.append({"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+        out.append({"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "metadata": {},
                     "spec": {"user": user,
                              "groups": ["system:serviceaccounts", "system:serviceaccounts:" + namespace_name,
                                         "system:authenticated"],
