@@ -54,8 +54,8 @@ def test_the_mesh_object_checked_is_the_one_the_service_mesh_role_makes(flavour,
 
 
 def test_the_taint_checked_is_the_one_the_gpu_role_puts_on_its_machinesets():
-    # variables that are not set come as None (the vars lookup's default): the role's defaults apply
-    target = verify.targets(role_vars("ossm2", gpu_state=None, gpu_machinesets=[{"name": "gpu-a"}]))["gpu"]
+    # variables that are not set come as '' (the vars lookup's default in verify.yml): the role's defaults apply
+    target = verify.targets(role_vars("ossm2", gpu_state="", auth_namespace="", gpu_machinesets=[{"name": "gpu-a"}]))["gpu"]
     assert target["machinesets"] == ["gpu-a"] and target["namespace"] == gpu.MACHINE_API
     worker = {"apiVersion": "machine.openshift.io/v1beta1", "kind": "MachineSet",
               "metadata": {"name": "w", "namespace": gpu.MACHINE_API,

@@ -68,7 +68,8 @@ def targets(variables):
       Istio resource of Service Mesh 3, nothing mesh-wide for an existing mesh; and the labels each
       verified namespace needs to be a member (Service Mesh 3 and existing meshes join by label);
     - gpu: the gpu role's node taint and its GPU MachineSets."""
-    variables = variables or {}
+    # a variable that is not set comes as None or '' (the vars lookup's default): the role's default applies
+    variables = dict((key, value) for key, value in (variables or {}).items() if value is not None and value != "")
     names = variables.get("kfocp_verify_namespaces") or []
     require(isinstance(names, list) and all(isinstance(n, str) and n for n in names), "kfocp_verify_namespaces",
             "must be a list of namespace names", "Give e.g. [kubeflow]")
