@@ -98,7 +98,7 @@ def rows(result):
     out = []
     for event in result.events:
         data = event.get("event_data") or {}
-        if event.get("event") == "runner_on_ok" and data.get("task", "").startswith("Show the checks"):
+        if event.get("event") == "runner_item_on_ok" and data.get("task", "").startswith("Show the checks"):
             msg = (data.get("res") or {}).get("msg", "")
             check, verdict, rest = msg.split(None, 2)
             target, _sep, detail = rest.partition(" - ")
@@ -184,16 +184,3 @@ def test_a_pod_under_an_scc_its_service_account_may_not_use_fails_the_scc_check(
     assert ("scc", "FAIL", "kubeflow/debug-shell",
             "anyuid, which its service account default may not use (no grant of it in kubeflow)") in rows(result)
 
-
-def test_zz_old_verify_TEMPORARY(platform, tmp_path):
-    plane, _kube, _run = platform
-    result = run_playbook(plane, "/tmp/old_verify.yml", extravars("verify"), tmp_path)
-    with open("/tmp/old_verify_out.txt", "w") as out:
-        out.write("rc=%s\n" % result.rc)
-        for event in result.events:
-            data = event.get("event_data") or {}
-            if event.get("event") in ("runner_on_ok", "runner_on_failed") and (
-                    data.get("task", "").startswith(("Show the checks", "Fail when"))):
-                res = data.get("res") or {}
-                out.write("%s %s\n" % (data.get("task"), res.get("msg")))
-        out.write(result.stdout[-6000:])
