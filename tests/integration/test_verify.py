@@ -126,26 +126,30 @@ def test_a_pending_mesh_member_fails_the_mesh_check(platform):
     ensure_namespace(kube, "team-late", {"kfocp.io/mesh": "kubeflow"})
     status = standins.play_member_roll(kube, MESH_NAMESPACE, not_configured={"team-late"})
     assert status["pendingMembers"] == ["team-late"] and status["conditions"][0]["status"] == "False"
-    result = run()
+    try:
+        result = run()
+    finally:  # the operator configures it
+        standins.play_member_roll(kube, MESH_NAMESPACE)
+        plane.kubectl("delete", "namespace", "team-late", "--wait=false")
     assert result.rc != 0
     assert failed_checks(result) == ["mesh"], result.stdout[-3000:]
     detail = [r[3] for r in rows(result) if r[0] == "mesh"][0]
     assert "pending members: team-late" in detail and "The following namespaces are not yet configured: [team-late]" \
         in detail, detail
-    plane.kubectl("delete", "namespace", "team-late", "--wait=false")
-    standins.play_member_roll(kube, MESH_NAMESPACE)
 
 
 def test_a_route_no_router_admitted_fails_the_route_check(platform):
     _plane, kube, run = platform
     standins.play_router(kube, MESH_NAMESPACE, ROUTE, admitted=False, reason="HostAlreadyClaimed",
                          message="route other/kubeflow already exposes %s and is older" % HOST)
-    result = run()
+    try:
+        result = run()
+    finally:  # the other Route is gone: the router admits this one again
+        standins.play_router(kube, MESH_NAMESPACE, ROUTE)
     assert result.rc != 0
     assert failed_checks(result) == ["route"], result.stdout[-3000:]
     detail = [r[3] for r in rows(result) if r[0] == "route"][0]
     assert "not admitted" in detail and "HostAlreadyClaimed" in detail, detail
-    standins.play_router(kube, MESH_NAMESPACE, ROUTE)
 
 
 def test_a_gpu_node_without_the_taint_fails_the_gpu_check(platform):
