@@ -15,6 +15,7 @@ breaks one thing and mends it, and each verify run must name exactly its check, 
 mending failed shows in the next one.
 """
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -78,11 +79,19 @@ def platform(tmp_path_factory):
         standins.play_member_roll(kube, MESH_NAMESPACE)
         with standins.OAuthProxy(kube, MESH_NAMESPACE, ROUTE, AUTHORIZE) as proxy:
             def run(**more):
+                # SCC admission annotates every pod when it is created: here, those made since the last run
+                standins.play_scc_admission(kube, "kubeflow")
                 return run_playbook(plane, "verify", extravars(instance, kfocp_verify_oauth_url=proxy.url,
                                                                kfocp_verify_validate_certs=False, **more), work)
             yield plane, kube, run
     finally:
         plane.destroy()
+
+
+def daemonsets_scheduled(kube, namespace):
+    """Every DaemonSet of `namespace` has a pod on each node it should run on."""
+    return all((d.get("status") or {}).get("currentNumberScheduled") == (d.get("status") or {}).get(
+        "desiredNumberScheduled") for d in kube.list(kube.resource("apps/v1", "DaemonSet"), namespace=namespace))
 
 
 def failed_checks(result):
@@ -157,6 +166,10 @@ def test_a_gpu_node_without_the_taint_fails_the_gpu_check(platform):
     node = GPU_SET + "-0"
     plane.kubectl("taint", "nodes", node, "workload=ai-ml:NoSchedule-")
     try:
+        # the DaemonSets that did not tolerate the taint now run a pod there too (SCC admission
+        # annotates it before verify reads the pods)
+        time.sleep(2)
+        wait_for(lambda: daemonsets_scheduled(kube, "kubeflow"), 60, what="the DaemonSets' pods on the untainted node")
         result = run()
     finally:
         plane.kubectl("taint", "nodes", node, "workload=ai-ml:NoSchedule")
