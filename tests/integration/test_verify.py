@@ -162,7 +162,7 @@ def test_a_route_no_router_admitted_fails_the_route_check(platform):
 
 
 def test_a_gpu_node_without_the_taint_fails_the_gpu_check(platform):
-    plane, _kube, run = platform
+    plane, kube, run = platform
     node = GPU_SET + "-0"
     plane.kubectl("taint", "nodes", node, "workload=ai-ml:NoSchedule-")
     try:
@@ -200,4 +200,3 @@ def test_a_pod_under_an_scc_its_service_account_may_not_use_fails_the_scc_check(
     assert failed_checks(result) == ["scc"], result.stdout[-3000:]
     assert ("scc", "FAIL", "kubeflow/debug-shell",
             "anyuid, which its service account default may not use (no grant of it in kubeflow)") in rows(result)
-
