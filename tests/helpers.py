@@ -504,31 +504,13 @@ def play_pvc_protection(kube, stop, interval=0.5):
 
 # ---------------------------------------------------------------- OpenShift's version and older APIs
 
-# The openshift/api module whose CRDs the tests install (the Go module proxy serves it).
-OPENSHIFT_API = "github.com/openshift/api@v0.0.0-20260318185450-1f2fa3f09f4e"
-
-
-def install_clusterversion_crd(control_plane):
-    """Install OpenShift's ClusterVersion CRD as openshift/api ships it (config/v1, Default feature
-    set), from the Go module proxy."""
-    import json
-    import subprocess
-    out = subprocess.run(["go", "mod", "download", "-json", OPENSHIFT_API], capture_output=True, text=True,
-                         check=True, timeout=600)
-    crd = (Path(json.loads(out.stdout)["Dir"]) / "config" / "v1" / "zz_generated.crd-manifests"
-           / "0000_00_cluster-version-operator_01_clusterversions-Default.crd.yaml")
-    control_plane.kubectl("apply", "--server-side", "--field-manager=cluster-bootstrap", "-f", str(crd))
-    control_plane.wait_established("clusterversions.config.openshift.io")
-
-
 def play_cluster_version(kube, version):
     """The ClusterVersion `version` of a cluster that runs OpenShift `version`, as the cluster
     version operator writes it (status.desired.version)."""
     import standins
     res = kube.resource("config.openshift.io/v1", "ClusterVersion")
-    live = kube.apply(res, {"apiVersion": res.api_version, "kind": "ClusterVersion", "metadata": {"name": "version"},
-                            "spec": {"clusterID": "3c7a3c1e-7e0f-4bd8-9f43-1b6a8c2f0d11"}},
-                      "cluster-version-operator", force=True)
+    channel = "stable-" + ".".join(version.split(".")[:2])
+    live = kube.apply(res, standins.cluster_version(channel=channel), "cluster-version-operator", force=True)
     standins._status_patch(kube, res, live, {
         "desired": {"version": version, "image": "quay.io/openshift-release-dev/ocp-release:%s-x86_64" % version},
         "availableUpdates": None, "observedGeneration": live["metadata"].get("generation", 1),

@@ -626,6 +626,243 @@ def maistra_gateway_objects(smcp):
     return out
 
 
+# ---------------------------------------------------------------- OpenShift: what verify.yml reads
+# The status and annotations that OpenShift's own controllers and admission write, which verify.yml
+# checks. Each follows the upstream source named (see docs/contracts.md).
+
+def cluster_version(cluster_id="00000000-0000-4000-8000-000000000001", channel="stable-4.18"):
+    """The ClusterVersion `version` the cluster-version operator keeps on every OpenShift cluster
+    (openshift/api config/v1 types_cluster_version.go: spec.clusterID is required)."""
+    return {"apiVersion": "config.openshift.io/v1", "kind": "ClusterVersion", "metadata": {"name": "version"},
+            "spec": {"clusterID": cluster_id, "channel": channel}}
+
+
+ROUTER_NAME = "default"
+
+
+def route_ingress(route, admitted=True, reason="", message="", router=ROUTER_NAME, canonical="router-default.apps.local"):
+    """status.ingress as the OpenShift router's StatusAdmitter writes it for one router
+    (openshift/router pkg/router/controller/status.go, recordIngressCondition): an entry per router
+    with host, wildcardPolicy, routerCanonicalHostname and the condition Admitted, True when it
+    admits the Route, False with the rejection's reason and message (RecordRouteRejection).
+    Entries of other routers are kept."""
+    spec = route.get("spec") or {}
+    condition = {"type": "Admitted", "status": "True" if admitted else "False", "lastTransitionTime": _now()}
+    if not admitted:
+        condition.update(reason=reason, message=message)
+    entry = {"routerName": router, "host": spec.get("host", ""), "wildcardPolicy": spec.get("wildcardPolicy", "None"),
+             "routerCanonicalHostname": canonical, "conditions": [condition]}
+    others = [i for i in (route.get("status") or {}).get("ingress") or [] if i.get("routerName") != router]
+    return others + [entry]
+
+
+def play_router(kube, namespace, name, admitted=True, reason="HostAlreadyClaimed",
+                message="route already exposes this host"):
+    """The router admitting (or rejecting) a Route: its status.ingress written through the status
+    subresource. Returns the Route."""
+    res = kube.resource("route.openshift.io/v1", "Route")
+    route = kube.get(res, name, namespace)
+    if route is None:
+        raise AssertionError("no Route %s/%s for the router to admit" % (namespace, name))
+    return _status_patch(kube, res, route, {"ingress": route_ingress(route, admitted, reason, message)}, "openshift-router")
+
+
+def _selector_matches(selector, labels):
+    """maistra's selectorMatches: matchLabels all equal; matchExpressions In, NotIn, Exists, DoesNotExist."""
+    labels = labels or {}
+    if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
+        return False
+    for req in selector.get("matchExpressions") or []:
+        key, op, values = req["key"], req["operator"], req.get("values") or []
+        if (op == "In" and labels.get(key) not in values) or (op == "NotIn" and key in labels and labels[key] in values) \
+                or (op == "Exists" and key not in labels) or (op == "DoesNotExist" and key in labels):
+            return False
+    return True
+
+
+def _roll_includes(roll, namespace):
+    """ServiceMeshMemberRoll.IsMember (maistra/istio-operator pkg/apis/maistra/v1
+    servicemeshmemberroll_types.go): spec.members ["*"], a name in spec.members, or labels matching
+    a spec.memberSelectors entry; never the roll's own namespace, kube, openshift, kube-*,
+    openshift-* or ibm-*."""
+    name, spec = namespace["metadata"]["name"], roll.get("spec") or {}
+    members = spec.get("members") or []
+    if name == roll["metadata"]["namespace"] or name in ("kube", "openshift") or \
+            name.startswith(("kube-", "openshift-", "ibm-")):
+        return False
+    return members == ["*"] or name in members or any(
+        _selector_matches(s, namespace["metadata"].get("labels")) for s in spec.get("memberSelectors") or [])
+
+
+def member_roll_status(roll, control_planes, namespaces, members, not_configured=(), old=None):
+    """The status the Service Mesh 2 operator's member roll controller writes (maistra/istio-operator
+    pkg/controller/servicemesh/memberroll/controller.go, branch maistra-2.5): status.members is every
+    name in spec.members (but "*"), every namespace the roll includes, and every namespace holding
+    a ServiceMeshMember (`members`: their namespaces), less the roll's own; pendingMembers those not
+    yet configured and up to date (here: those in `not_configured`, which the operator has not
+    reached); configuredMembers the others; Ready False with reason ErrSMCPMissing when no control
+    plane is in the namespace, False with ReconcileError "The following namespaces are not yet
+    configured: [a b]" while members are pending, else True with reason Configured."""
+    own = roll["metadata"]["namespace"]
+    known = set(m for m in (roll.get("spec") or {}).get("members") or [] if m != "*")
+    known |= set(n["metadata"]["name"] for n in namespaces if _roll_includes(roll, n))
+    known |= set(members)
+    known.discard(own)
+    pending = sorted(known & set(not_configured))
+    configured = sorted(known - set(pending))
+    if not control_planes:
+        ready = ("False", "ErrSMCPMissing", "No ServiceMeshControlPlane exists in the namespace")
+    elif pending:
+        ready = ("False", "ReconcileError", "The following namespaces are not yet configured: [%s]" % " ".join(pending))
+    else:
+        ready = ("True", "Configured", "All namespaces have been configured successfully")
+    before = dict((c.get("type"), c) for c in ((old or {}).get("conditions") or []))
+    condition = {"type": "Ready", "status": ready[0], "reason": ready[1], "message": ready[2],
+                 "lastTransitionTime": before["Ready"]["lastTransitionTime"]
+                 if before.get("Ready", {}).get("status") == ready[0] else _now()}
+    return {"members": sorted(known), "pendingMembers": pending, "configuredMembers": configured,
+            "terminatingMembers": [], "conditions": [condition]}
+
+
+def play_member_roll(kube, namespace, not_configured=()):
+    """One reconcile of the member roll `default` in `namespace` by the Service Mesh 2 operator: its
+    status from the live namespaces, ServiceMeshMembers and control planes (member_roll_status).
+    Returns the status written."""
+    rolls = kube.resource(MAISTRA_MEMBER_ROLL[0], MAISTRA_MEMBER_ROLL[1])
+    roll = kube.get(rolls, "default", namespace)
+    if roll is None:
+        raise AssertionError("no ServiceMeshMemberRoll %s/default to reconcile" % namespace)
+    smcps = kube.list(kube.resource("maistra.io/v2", "ServiceMeshControlPlane"), namespace=namespace)
+    namespaces = kube.list(kube.resource("v1", "Namespace"))
+    members = [m["metadata"]["namespace"] for m in kube.list(kube.resource("maistra.io/v1", "ServiceMeshMember"))
+               if ((m.get("spec") or {}).get("controlPlaneRef") or {}).get("namespace") == namespace]
+    status = member_roll_status(roll, smcps, namespaces, members, not_configured, roll.get("status"))
+    _status_patch(kube, rolls, roll, status, "istio-operator")
+    return status
+
+
+MAISTRA_MEMBER_ROLL = ("maistra.io/v1", "ServiceMeshMemberRoll")
+SCC_ANNOTATION = "openshift.io/scc"
+
+
+def _may_use(kube, scc, namespace, user, groups):
+    """sccmatching.ConstraintAppliesTo: the SCC's users or groups name the user (or a group of it),
+    or the API server's authorizer allows it `use` of the SCC in the namespace."""
+    if user in (scc.get("users") or []) or set(groups) & set(scc.get("groups") or []):
+        return True
+    body = {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+            "spec": {"user": user, "groups": list(groups),
+                     "resourceAttributes": {"namespace": namespace, "verb": "use", "group": "security.openshift.io",
+                                            "resource": "securitycontextconstraints", "name": scc["metadata"]["name"]}}}
+    answer = kube.request("POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", body=body)
+    return bool((answer.get("status") or {}).get("allowed"))
+
+
+def scc_admission_choice(kube, pod, creator, creator_groups):
+    """The SCC OpenShift's SCC admission admits a pod under (openshift/apiserver-library-go
+    sccadmission, scc_authz_check.go and sccmatching/matcher.go): among the SCCs the pod's service
+    account (user system:serviceaccount:<ns>:<sa>, groups system:serviceaccounts and
+    system:serviceaccounts:<ns>) or the user who created the pod may use, the first by priority
+    (sccsort.ByPriority, highest first). For a pod that every usable SCC
+    admits, the first is the one. Where several share the highest priority, admission orders them
+    by restrictiveness and takes the first that admits the pod, which this stand-in does not compute:
+    it takes the one granted to the pod's own service account, when exactly one is, else refuses."""
+    namespace = pod["metadata"]["namespace"]
+    account = (pod.get("spec") or {}).get("serviceAccountName") or "default"
+    sa_user = "system:serviceaccount:%s:%s" % (namespace, account)
+    sa_groups = ["system:serviceaccounts", "system:serviceaccounts:" + namespace]
+    sccs = kube.list(kube.resource("security.openshift.io/v1", "SecurityContextConstraints"))
+    by_account = set(scc["metadata"]["name"] for scc in sccs if _may_use(kube, scc, namespace, sa_user, sa_groups))
+    usable = [scc for scc in sccs if scc["metadata"]["name"] in by_account
+              or _may_use(kube, scc, namespace, creator, creator_groups)]
+    if not usable:
+        raise AssertionError("SCC admission refuses %s/%s: no SCC it may use" % (namespace, pod["metadata"]["name"]))
+    top = max(scc.get("priority") or 0 for scc in usable)
+    first = sorted(scc["metadata"]["name"] for scc in usable if (scc.get("priority") or 0) == top)
+    if len(first) > 1 and len(by_account & set(first)) == 1:
+        # admission would try them from the most restrictive on and take the first that admits
+        # the pod; a service account is granted an SCC of its own because the pod needs it, so
+        # that is the one (verify.yml accepts any SCC the service account may use)
+        first = sorted(by_account & set(first))
+    if len(first) > 1:
+        raise AssertionError("SCCs %s share priority %d: admission would order them by restrictiveness, which this "
+                             "stand-in does not compute" % (", ".join(first), top))
+    return first[0]
+
+
+# A workload controller creates the pods of Deployments and StatefulSets: its own service account,
+# which is authenticated (restricted-v2 is granted to system:authenticated).
+CONTROLLER_USER = ("system:serviceaccount:kube-system:replicaset-controller",
+                   ("system:serviceaccounts", "system:serviceaccounts:kube-system", "system:authenticated"))
+
+
+def play_scc_admission(kube, namespace, creator=CONTROLLER_USER, names=None):
+    """SCC admission's annotation on the pods of `namespace` (or those in `names`) that lack it:
+    openshift.io/scc = scc_admission_choice() (openshift/api security/v1 ValidatedSCCAnnotation).
+    Returns {pod name: SCC}."""
+    res = kube.resource("v1", "Pod")
+    chosen = {}
+    for pod in kube.list(res, namespace=namespace):
+        meta = pod["metadata"]
+        if (names is not None and meta["name"] not in names) or SCC_ANNOTATION in (meta.get("annotations") or {}):
+            continue
+        scc = scc_admission_choice(kube, pod, creator[0], creator[1])
+        kube.request("PATCH", kube.path(res, namespace, meta["name"]), query={"fieldManager": "scc-admission"},
+                     body={"metadata": {"annotations": {SCC_ANNOTATION: scc}}},
+                     content_type="application/merge-patch+json")
+        chosen[meta["name"]] = scc
+    return chosen
+
+
+class OAuthProxy:
+    """oauth-proxy (provider openshift, --skip-provider-button) answering on loopback as the pods of
+    the Deployment `name` in `namespace` would: a request without a session gets a 302 to the OAuth
+    server's authorization endpoint (found by discovery; `authorize_url` here) with redirect_uri
+    (--redirect-url), approval_prompt, scope (--scope), client_id (--client-id),
+    response_type=code and state <nonce>:<request URI> (openshift/oauth-proxy oauthproxy.go
+    OAuthStart and GetRedirect, providers/provider_default.go GetLoginRedirectURL, at 2b9ee007).
+    Use as a context manager; `url` is where it listens."""
+
+    def __init__(self, kube, namespace, name, authorize_url):
+        deployment = kube.get(kube.resource("apps/v1", "Deployment"), name, namespace)
+        if deployment is None:
+            raise AssertionError("no oauth-proxy Deployment %s/%s" % (namespace, name))
+        args = deployment["spec"]["template"]["spec"]["containers"][0].get("args") or []
+        self.flags = dict(a[2:].split("=", 1) for a in args if a.startswith("--") and "=" in a)
+        self.authorize_url = authorize_url
+        self.server = None
+        self.url = None
+
+    def location(self, request_uri):
+        from urllib.parse import urlencode
+        params = {"redirect_uri": self.flags.get("redirect-url", ""), "approval_prompt": "force",
+                  "scope": self.flags.get("scope", "user:info user:check-access"),
+                  "client_id": self.flags.get("client-id", ""), "response_type": "code",
+                  "state": "0123456789abcdef:%s" % request_uri}
+        # Go's url.Values.Encode sorts by key
+        return "%s?%s" % (self.authorize_url, urlencode(sorted(params.items())))
+
+    def __enter__(self):
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802  # the http.server name
+                self.send_response(302)
+                self.send_header("Location", proxy.location(self.path))
+                self.end_headers()
+
+            def log_message(self, *args):  # quiet
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = "http://127.0.0.1:%d/" % self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
+        self.server.server_close()
 # ---------------------------------------------------------------- an admission webhook's server
 
 class AdmissionWebhook:

@@ -6,7 +6,7 @@ validation by the API server is the oracle)."""
 import pytest
 
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import KubeError
-from helpers import (PlayOperators, install_clusterversion_crd, nfd_crd_before_419, only_roles,
+from helpers import (PlayOperators, nfd_crd_before_419, only_roles,
                      play_cluster_version, play_installer_worker_machineset, wait_for)
 
 # A ClusterVersion makes every site run of the plane see that OpenShift version: a plane of its own.
@@ -19,7 +19,6 @@ FROM_THE_CLUSTER = {"kfocp_openshift_version": ""}
 
 @pytest.fixture(scope="module", autouse=True)
 def cluster_version(control_plane, kube):
-    install_clusterversion_crd(control_plane)
     play_cluster_version(kube, "4.18.5")
 
 
