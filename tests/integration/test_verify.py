@@ -16,7 +16,6 @@ mending failed shows in the next one.
 """
 import json
 import time
-from pathlib import Path
 
 import pytest
 
@@ -25,7 +24,6 @@ from cluster import ControlPlane
 from helpers import (PlayOperators, ensure_namespace, only_roles, play_cluster_version, play_installer_worker_machineset,
                      run_playbook, wait_for)
 
-ROOT = Path(__file__).resolve().parents[2]
 MESH_NAMESPACE = "kubeflow-mesh"  # the service_mesh role's default: the SMCP, its gateway, the auth Route
 ROUTE = "kubeflow-oauth-proxy"  # the auth role's default name
 GPU_SET = "verify-a10g"
