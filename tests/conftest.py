@@ -58,13 +58,16 @@ def shared_plane(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def own_plane(tmp_path_factory):
+def own_plane(request, tmp_path_factory):
     """A control plane of the test module's own, for tests that run every role cluster-wide, make
     cluster-wide objects with fixed names, or compare the whole API before and after: on the shared
-    plane they would act on, and see, the other tests' objects. Yields (plane, client)."""
+    plane they would act on, and see, the other tests' objects. A module that sets WORKLOADS = True
+    gets one that runs Pods, with WORKERS (default 0) simulated worker nodes. Yields (plane, client)."""
     from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import Client
-    plane = ControlPlane(tmp_path_factory.mktemp("own-plane")).up()
+    plane = ControlPlane(tmp_path_factory.mktemp("own-plane")).up(workloads=getattr(request.module, "WORKLOADS", False))
     try:
+        if getattr(request.module, "WORKERS", 0):
+            plane.add_workers(request.module.WORKERS)
         yield plane, Client.from_params({"kubeconfig": str(plane.kubeconfig)})
     finally:
         plane.destroy()

@@ -20,7 +20,7 @@ import pytest
 from ansible_collections.kfocp.kubeflow.plugins.module_utils import authz
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import mesh
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import KubeError
-from cluster import ControlPlane, build_workloads
+from cluster import build_workloads
 import standins
 from helpers import (ROOT, components_only, isolated_policies, mesh_vars, oauth_proxy_lets_in,
                      play_kfam_add_contributor, wait_for)
@@ -37,25 +37,10 @@ PROXY_IMAGE = "docker.io/istio/proxyv2:1.26.3"
 
 # Roles of one flavour, in one play, on a control plane of the module's own (the cluster-scoped
 # fixture objects have fixed names) that runs pods: workload controllers, kube-scheduler, kwok.
-@pytest.fixture(scope="module")
-def workload_plane(tmp_path_factory):
-    from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import Client
-    plane = ControlPlane(tmp_path_factory.mktemp("request-path")).up(workloads=True)
-    try:
-        plane.add_workers(1)
-        yield plane, Client.from_params({"kubeconfig": str(plane.kubeconfig)})
-    finally:
-        plane.destroy()
-
-
-@pytest.fixture(scope="module")
-def control_plane(workload_plane):
-    return workload_plane[0]
-
-
-@pytest.fixture(scope="module")
-def kube(workload_plane):
-    return workload_plane[1]
+# Pods run on this module's own plane (kube-scheduler, kwok)
+OWN_PLANE = True
+WORKLOADS = True
+WORKERS = 1
 
 
 def get(kube, api_version, kind, name, namespace=None):

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import mesh
-from cluster import ControlPlane
+
 from helpers import (ensure_namespace, isolated_policies, only_roles, play_installer_worker_machineset, play_olm_csv_succeeded,
                      play_profile_controller, wait_for)
 
@@ -15,24 +15,9 @@ GPU_TOLERATION = {"key": "workload", "operator": "Equal", "value": "ai-ml", "eff
 MACHINE_API = "openshift-machine-api"
 
 
-@pytest.fixture(scope="module")
-def workload_plane(tmp_path_factory):
-    from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import Client
-    plane = ControlPlane(tmp_path_factory.mktemp("workloads")).up(workloads=True)
-    try:
-        yield plane, Client.from_params({"kubeconfig": str(plane.kubeconfig)})
-    finally:
-        plane.destroy()
-
-
-@pytest.fixture(scope="module")
-def control_plane(workload_plane):
-    return workload_plane[0]
-
-
-@pytest.fixture(scope="module")
-def kube(workload_plane):
-    return workload_plane[1]
+# Pods run on this module's own plane (kube-scheduler, kwok)
+OWN_PLANE = True
+WORKLOADS = True
 
 
 def pods(kube, namespace, selector=None):
