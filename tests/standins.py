@@ -863,6 +863,8 @@ class OAuthProxy:
     def __exit__(self, *exc):
         self.server.shutdown()
         self.server.server_close()
+
+
 # ---------------------------------------------------------------- an admission webhook's server
 
 class AdmissionWebhook:

@@ -4,8 +4,6 @@ ResourceQuota, LimitRanger, ServiceAccount), scheduled onto simulated nodes made
 MachineSets, and reported Running, or refused."""
 import json
 
-import pytest
-
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import mesh
 
 from helpers import (ensure_namespace, isolated_policies, only_roles, play_installer_worker_machineset, play_olm_csv_succeeded,
