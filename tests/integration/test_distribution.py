@@ -77,6 +77,7 @@ def test_tarball_has_no_dev_files_and_installed_site_runs_by_fqcn(control_plane,
     inventory.write_text(yaml.safe_dump({"all": {"hosts": {"cluster": dict(only_roles("scc"), **{
         "ansible_connection": "local", "ansible_python_interpreter": sys.executable,
         "kfocp_kubeconfig": str(control_plane.kubeconfig), "kfocp_instance": instance,
+        "kfocp_openshift_version": "4.20",  # the local plane has no ClusterVersion to read it from
         "scc_grants": [{"namespace": namespace, "serviceaccount": "mysql", "scc": "anyuid", "reason": "test"}],
     })}}}))
     first = run([BIN / "ansible-playbook", "-i", inventory, "kfocp.kubeflow.site"], env=env, cwd=tmp_path)
