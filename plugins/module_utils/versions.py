@@ -26,22 +26,37 @@ def _key(version):
 
 GPU = "gpu-operator-certified"
 NFD = "nfd"
+MESH2 = "servicemeshoperator"
 MESH3 = "servicemeshoperator3"
 SERVERLESS = "serverless-operator"
 
 # package -> channel -> (first, last) OpenShift minor its bundles are published for; last None: no
 # upper bound. Read from each bundle's com.redhat.openshift.versions (GPU operator), the NFD
 # operator's release branches, the Sail operator bundle's README (4.13 or later) and Serverless'
-# project.yaml (requirements.ocpVersion). `stable` holds every bundle of the package.
+# project.yaml (requirements.ocpVersion). `stable` holds every bundle of the package. Service Mesh
+# 2: OpenShift's own ingress operator subscribes to its `stable` channel in redhat-operators up to
+# 4.18 and to Service Mesh 3 from 4.19; the operator's bundle names no OpenShift version, and no
+# source shows the channel on 4.19 or later (KNOWN_THROUGH).
 CHANNELS = {
     GPU: {"v24.9": ("4.12", "4.17"), "v25.3": ("4.12", "4.19"), "v25.10": ("4.14", "4.20"),
           "v26.3": ("4.14", "4.22"), "v26.7": ("4.18", "4.22"), "stable": ("4.12", "4.22")},
     NFD: {"stable": ("4.14", "4.20")},
+    MESH2: {"stable": ("4.14", "4.18")},
     MESH3: {"stable-3.0": ("4.13", None), "stable-3.1": ("4.13", None), "stable-3.2": ("4.13", None),
             "stable-3.3": ("4.13", None), "stable-3.4": ("4.13", None), "stable": ("4.13", None)},
     SERVERLESS: {"stable-1.35": ("4.14", "4.18"), "stable-1.36": ("4.14", "4.20"), "stable-1.37": ("4.14", "4.23"),
                  "stable-1.38": ("4.16", "4.22"), "stable": ("4.12", "4.23")},
 }
+
+
+# package -> the last OpenShift minor whose catalog the matrix knows the channels of: on a later one
+# kfocp has no default channel of the package and takes the one the user gives as it is.
+KNOWN_THROUGH = {MESH2: "4.18"}
+
+
+def _known(package, version):
+    last = KNOWN_THROUGH.get(package)
+    return last is None or _key(version) <= _key(last)
 
 
 def _serverless_channel(version):
@@ -53,7 +68,8 @@ def _serverless_channel(version):
 # floating one, so that an install does not move to a new minor of the operator by itself.
 # GPU: v25.10, the newest channel published for every supported minor.
 DEFAULT_CHANNELS = dict(
-    (v, {GPU: "v25.10", NFD: "stable", MESH3: "stable-3.2", SERVERLESS: _serverless_channel(v)}) for v in SUPPORTED)
+    (v, dict({GPU: "v25.10", NFD: "stable", MESH3: "stable-3.2", SERVERLESS: _serverless_channel(v)},
+             **({MESH2: "stable"} if _known(MESH2, v) else {}))) for v in SUPPORTED)
 
 # Sail operator (Service Mesh 3) minor -> the Istio versions it installs and the ones it refuses as
 # end-of-life (pkg/istioversion/versions.ossm.yaml at the newest patch of each minor).
@@ -137,7 +153,7 @@ def default_channel(package, version, field):
 def check_channel(package, channel, version, field):
     """Refuse a channel of a package in the matrix that is not published for `version`."""
     version = supported(version)
-    if package not in CHANNELS or not version:
+    if package not in CHANNELS or not version or not _known(package, version):
         return channel
     channels = CHANNELS[package]
     good = sorted((c for c in channels if published(package, c, version)), key=_channel_key)
@@ -219,12 +235,12 @@ def choose(params):
 
 def table():
     """README's table: one row per supported minor."""
-    head = ["OpenShift", "GPU operator", "NFD", "Service Mesh 3 (Istio)", "Serverless",
+    head = ["OpenShift", "GPU operator", "NFD", "Service Mesh 2", "Service Mesh 3 (Istio)", "Serverless",
             "NFD workerTolerations", "profile self-service (ValidatingAdmissionPolicy v1)"]
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for v in SUPPORTED:
         c = DEFAULT_CHANNELS[v]
-        rows.append("| %s | %s | %s | %s (%s) | %s | %s | %s |" % (
-            v, c[GPU], c[NFD], c[MESH3], DEFAULT_ISTIO, c[SERVERLESS], "yes" if feature("NodeFeatureDiscovery", v)
+        rows.append("| %s | %s | %s | %s | %s (%s) | %s | %s | %s |" % (
+            v, c[GPU], c[NFD], c.get(MESH2, "not known: give the channel"), c[MESH3], DEFAULT_ISTIO, c[SERVERLESS], "yes" if feature("NodeFeatureDiscovery", v)
             else "no", "yes" if feature("ValidatingAdmissionPolicy", v) else "no"))
     return "\n".join(rows)

@@ -243,3 +243,17 @@ def test_external_gateway_service_account_is_configurable():
     info = mesh.gateway_info({"flavour": "external", "external": {"namespace": "istio-system", "gateway": "gw",
                                                                   "service_account": "gw-sa"}})
     assert info["principal"] == "cluster.local/ns/istio-system/sa/gw-sa" and info["selector"] == {"istio": "gw"}
+
+
+def test_service_mesh_2_channel_is_stable_up_to_4_18_and_the_users_own_after():
+    sub = by_kind(mesh.objects({"flavour": "ossm2", "openshift": "4.18"}))["Subscription"][0]
+    assert sub["spec"]["channel"] == "stable"
+    with pytest.raises(DefinitionError, match=r"service_mesh_ossm2\.subscription\.channel: is required on "
+                                              r"OpenShift 4\.20.*known for OpenShift 4\.14 to 4\.18 only"):
+        mesh.objects({"flavour": "ossm2", "openshift": "4.20"})
+    given = {"flavour": "ossm2", "openshift": "4.20", "ossm2": {"subscription": {"channel": "my-stable"}}}
+    assert by_kind(mesh.objects(given))["Subscription"][0]["spec"]["channel"] == "my-stable"
+    # no Subscription without OLM, so no channel to know; Service Mesh 3 is not held back by it
+    assert "Subscription" not in by_kind(mesh.objects({"flavour": "ossm2", "openshift": "4.20", "olm": False}))
+    assert by_kind(mesh.objects({"flavour": "ossm3", "openshift": "4.20"}))["Subscription"][0]["spec"]["channel"] \
+        == "stable-3.2"

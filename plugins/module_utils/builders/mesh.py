@@ -53,7 +53,7 @@ DEFAULTS = {
                 "service_type": "ClusterIP", "route": False, "route_host": "", "replicas": 1},
     "ossm2": {"name": "kubeflow", "namespace": "", "version": "v2.6", "member_selector": True,
               "manage_network_policy": False,
-              "subscription": {"name": "servicemeshoperator", "channel": "stable", "source": "redhat-operators",
+              "subscription": {"name": "servicemeshoperator", "channel": "", "source": "redhat-operators",
                                "source_namespace": "openshift-marketplace", "namespace": "openshift-operators"}},
     # The Istio version and the channel come from the support matrix (module_utils/versions): a
     # channel pinned to one minor of the Sail operator, and a version that operator installs.
@@ -136,6 +136,11 @@ def normalise(settings, field="service_mesh"):
     s["openshift"] = versions.minor(s["openshift"]) if s["openshift"] else ""
     sub3["channel"] = sub3["channel"] or versions.DEFAULT_CHANNELS.get(
         s["openshift"], versions.DEFAULT_CHANNELS[versions.SUPPORTED[-1]])[versions.MESH3]
+    sub2 = o2["subscription"]
+    # Service Mesh 2's channel is known up to OpenShift 4.18 (versions.KNOWN_THROUGH): later, the user
+    # names it. A role run without the pre-flight (no version) takes the known one.
+    sub2["channel"] = sub2["channel"] or versions.DEFAULT_CHANNELS.get(
+        s["openshift"] or versions.KNOWN_THROUGH[versions.MESH2], {}).get(versions.MESH2, "")
     if s["flavour"] == "ossm3":
         if s["olm"]:
             versions.check_channel(versions.MESH3, sub3["channel"], s["openshift"] or None,
@@ -351,6 +356,11 @@ def _ossm2_objects(s):
             "metadata": {"name": "default", "namespace": o2["namespace"]}, "spec": roll_spec}
     objs = [namespace(o2["namespace"], s["member_label"])]
     if s["olm"]:
+        require(o2["subscription"]["channel"], "service_mesh_ossm2.subscription.channel",
+                "is required on OpenShift %s: the Service Mesh 2 operator's channel (stable) is known for OpenShift "
+                "%s to %s only" % (s["openshift"], versions.SUPPORTED[0], versions.KNOWN_THROUGH[versions.MESH2]),
+                "Use service_mesh_flavour ossm3 on this cluster, or give the channel your catalog publishes "
+                "servicemeshoperator in")
         objs.append(_subscription(o2["subscription"]))
     return objs + [smcp, smmr]
 
