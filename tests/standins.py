@@ -742,6 +742,69 @@ def play_member_roll(kube, namespace, not_configured=()):
 
 
 MAISTRA_MEMBER_ROLL = ("maistra.io/v1", "ServiceMeshMemberRoll")
+MAISTRA_MEMBER_OF = "maistra.io/member-of"
+
+
+def play_members(kube, control_plane_namespace):
+    """One reconcile by the Service Mesh 2 operator's member controller: each namespace holding a
+    ServiceMeshMember of the control plane in `control_plane_namespace` gets the label
+    maistra.io/member-of=<that namespace> (maistra/istio-operator
+    pkg/controller/servicemesh/member/namespace_reconciler.go, reconcileNamespaceInMesh, branch
+    maistra-2.5). Returns the namespaces labelled."""
+    done = []
+    for member in kube.list(kube.resource("maistra.io/v1", "ServiceMeshMember")):
+        ref = (member.get("spec") or {}).get("controlPlaneRef") or {}
+        if ref.get("namespace") == control_plane_namespace:
+            name = member["metadata"]["namespace"]
+            kube.request("PATCH", kube.path(kube.resource("v1", "Namespace"), None, name),
+                         body={"metadata": {"labels": {MAISTRA_MEMBER_OF: control_plane_namespace}}},
+                         content_type="application/merge-patch+json")
+            done.append(name)
+    return sorted(done)
+
+
+def maistra_injector_webhook(smcp):
+    """The MutatingWebhookConfiguration the Service Mesh 2 operator installs for a control plane
+    (maistra/istio-operator resources/helm/v2.6/istio-control/istio-discovery/templates/
+    mutatingwebhook.yaml, 08c043ff): pods created in namespaces labelled member-of the control
+    plane's namespace, unless labelled maistra.io/ignore-namespace, istio-env or
+    istio-injection=disabled; istiod's own pods never. Its object selector on
+    sidecar.istio.io/inject is a tech preview, off by default (smcp-templates/v2.6/base), so the
+    webhook is called for every pod there and decides by its policy (maistra_inject_required).
+    Nobody answers it here (see istiod_injector_webhook): a pod it matches is refused."""
+    ns = smcp["metadata"]["namespace"]
+    rev = smcp["metadata"]["name"]
+    return {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+            "metadata": {"name": "istiod-%s-%s" % (rev, ns)},
+            "webhooks": [{
+                "name": "sidecar-injector.istio.io",
+                "clientConfig": {"service": {"name": "istiod-" + rev, "namespace": ns, "path": "/inject",
+                                             "port": 443}},
+                "sideEffects": "None", "failurePolicy": "Fail", "admissionReviewVersions": ["v1beta1", "v1"],
+                "rules": [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"]}],
+                "namespaceSelector": {"matchExpressions": [
+                    {"key": MAISTRA_MEMBER_OF, "operator": "In", "values": [ns]},
+                    {"key": "maistra.io/ignore-namespace", "operator": "DoesNotExist"},
+                    {"key": "istio-injection", "operator": "NotIn", "values": ["disabled"]},
+                    {"key": "istio-env", "operator": "DoesNotExist"}]},
+                "objectSelector": {"matchExpressions": [{"key": "app", "operator": "NotIn", "values": ["istiod"]}]}}]}
+
+
+def maistra_inject_required(smcp, pod_metadata):
+    """Whether the Service Mesh 2 injector, once called, adds a proxy to a pod: its policy is the
+    SMCP's spec.proxy.injection.autoInject (enabled when true; the operator's default is false,
+    smcp-templates/v2.6/base, and pkg/apis/maistra/conversion/proxy.go maps it to
+    global.proxy.autoInject). The pod's sidecar.istio.io/inject label, else annotation, decides when
+    given ("true", "y", "yes", "on" inject; any other value does not), else the policy
+    (istio/istio pkg/kube/inject/inject.go injectRequired; maistra/istio, same function)."""
+    auto = ((((smcp.get("spec") or {}).get("proxy") or {}).get("injection") or {}).get("autoInject")) is True
+    labels = pod_metadata.get("labels") or {}
+    said = labels.get("sidecar.istio.io/inject", (pod_metadata.get("annotations") or {}).get("sidecar.istio.io/inject"))
+    if said in (None, ""):
+        return auto
+    return said.lower() in ("y", "yes", "true", "on")
+
+
 SCC_ANNOTATION = "openshift.io/scc"
 
 

@@ -6,8 +6,8 @@ AuthorizationPolicies (the evaluator in plugins/module_utils/authz.py), enforced
 destination has a proxy; cyclonus confirms the network part. The owner's policy is the one the
 profile controller stand-in wrote, read back; the gateway's principal and labels are those of the
 pod kube-scheduler placed and kwok runs; whether a namespace's pods get a proxy is asked of the API
-server's webhook matching (istiod's injector, ossm3 and external) or read from its ServiceMeshMember
-(ossm2). Who: the owner, a contributor added through the dashboard, one added by kfocp, a stranger,
+server's webhook matching (istiod's injector for ossm3 and external; for ossm2 the operator's, on
+the namespaces its member controller labelled, then its injection policy). Who: the owner, a contributor added through the dashboard, one added by kfocp, a stranger,
 a cluster admin, and in-cluster pods that send their own headers."""
 import json
 import re
@@ -79,14 +79,11 @@ def run_gateway(kube, flavour, info, instance):
 
 def has_proxy(kube, flavour, settings, namespace, pod_labels):
     """Whether a pod with `pod_labels` in `namespace` gets a sidecar, so that anything enforces an
-    AuthorizationPolicy on it. Service Mesh 3 and Istio: the API server is asked, by a dry-run
-    create, whether istiod's injection webhook (standins.istiod_injector_webhook, registered for the
-    revision and answered by nobody) matches the pod. Service Mesh 2: the namespace holds a
-    ServiceMeshMember of the control plane."""
-    if flavour == "ossm2":
-        members = items(kube, "maistra.io/v1", "ServiceMeshMember", namespace)
-        return any(m["spec"]["controlPlaneRef"] == {"name": settings["ossm2"]["name"],
-                                                    "namespace": settings["ossm2"]["namespace"]} for m in members)
+    AuthorizationPolicy on it. The API server is asked, by a dry-run create, whether the injection
+    webhook matches the pod: istiod's (standins.istiod_injector_webhook, Service Mesh 3 and Istio)
+    or the Service Mesh 2 operator's (standins.maistra_injector_webhook), registered for the
+    control plane and answered by nobody. Service Mesh 2's injector then decides by its policy,
+    the SMCP's autoInject (standins.maistra_inject_required)."""
     pod = {"apiVersion": "v1", "kind": "Pod",
            "metadata": {"name": "probe-%d" % time.monotonic_ns(), "namespace": namespace, "labels": dict(pod_labels)},
            "spec": {"containers": [{"name": "c", "image": "registry.example/c:1"}]}}
@@ -95,7 +92,10 @@ def has_proxy(kube, flavour, settings, namespace, pod_labels):
         return False
     except KubeError as err:
         assert "sidecar-injector.istio.io" in str(err), str(err)
-        return True
+    if flavour == "ossm2":
+        smcp = items(kube, "maistra.io/v2", "ServiceMeshControlPlane", settings["ossm2"]["namespace"])[0]
+        return standins.maistra_inject_required(smcp, pod["metadata"])
+    return True
 
 
 def selects(selector, labels):
@@ -247,8 +247,13 @@ def test_who_reaches_a_tenants_notebook(playbook, kube, control_plane, instance,
         gateway_pod = run_gateway(kube, flavour, info, instance)
         assert gateway_pod["principal"] == info["principal"], "kfocp names another gateway principal than its pods run as"
         assert selects(info["selector"], gateway_pod["labels"]), (info["selector"], gateway_pod["labels"])
-        if flavour != "ossm2":  # asked of the webhook's matching from now on: no more pods are created
-            kube.apply(webhooks, injector, "istiod", force=True)
+        # asked of the webhook's matching from now on: no more pods are created
+        if flavour == "ossm2":
+            # the operator's member controller labels the namespaces of its ServiceMeshMembers
+            assert profile in standins.play_members(kube, info["namespace"])
+            injector = standins.maistra_injector_webhook(
+                items(kube, "maistra.io/v2", "ServiceMeshControlPlane", info["namespace"])[0])
+        kube.apply(webhooks, injector, "istiod", force=True)
 
         if flavour == "ossm2":
             # what the Service Mesh 2 operator adds for kfocp's control plane: nothing, as its

@@ -1,5 +1,6 @@
 """The components' namespace, whose pods get sidecars, is a member of the mesh in each flavour."""
 import pytest
+import yaml
 
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import manifests as m
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import mesh
@@ -45,3 +46,23 @@ def test_a_membership_for_another_namespace_is_refused():
     with pytest.raises(DefinitionError, match="mesh_membership.objects: .* is for namespace 'other'"):
         m.assemble({"web": [DEPLOYMENT]}, {"namespace": "kubeflow", "sidecar": {},
                                            "mesh_membership": mesh.mesh_membership("other", SETTINGS["ossm2"])})
+
+
+def test_sidecar_and_profile_namespaces_follow_a_named_revision_of_the_mesh():
+    labels_file = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "namespace-labels-data",
+                                                                          "namespace": "kubeflow"},
+                   "data": {m.PROFILE_LABELS_FILE: "istio-injection: enabled\n"}}
+    membership = mesh.mesh_membership("kubeflow", SETTINGS["ossm3"])
+    extra = dict(DEPLOYMENT, metadata={"name": "web", "namespace": "kubeflow-extra"})
+    objs = m.assemble({"web": [DEPLOYMENT, extra], "profiles": [labels_file]},
+                      {"namespace": "kubeflow", "sidecar": {"namespaces": ["kubeflow", "kubeflow-extra"]},
+                       "mesh_membership": membership})["objects"]
+    spaces = dict((o["metadata"]["name"], o["metadata"].get("labels") or {}) for o in objs if o["kind"] == "Namespace")
+    for name in ("kubeflow", "kubeflow-extra"):
+        assert spaces[name].get("istio.io/rev") == "default-v1-26-3" and "istio-injection" not in spaces[name], name
+    written = [o for o in objs if o["kind"] == "ConfigMap"][0]["data"][m.PROFILE_LABELS_FILE]
+    assert yaml.safe_load(written) == {"istio-injection": "", "istio.io/rev": "default-v1-26-3"}
+    with pytest.raises(DefinitionError, match=r"components_sidecar_revision: is 'canary', but the mesh's revision "
+                                              r"is 'default-v1-26-3'"):
+        m.assemble({"web": [DEPLOYMENT]}, {"namespace": "kubeflow", "sidecar": {"revision": "canary"},
+                                           "mesh_membership": membership})

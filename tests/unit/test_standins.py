@@ -135,3 +135,14 @@ def test_kfocps_gateway_selector_selects_the_pods_the_service_mesh_2_operator_ru
     pod = deployments[0]["spec"]["template"]
     assert all(pod["metadata"]["labels"].get(k) == v for k, v in info["selector"].items())
     assert mesh.principal(deployments[0]["metadata"]["namespace"], pod["spec"]["serviceAccountName"]) == info["principal"]
+
+
+def test_the_service_mesh_2_injector_adds_a_proxy_to_notebooks_only_with_kfocps_smcp():
+    kfocps = [o for o in mesh.objects({"flavour": "ossm2"}) if o["kind"] == "ServiceMeshControlPlane"][0]
+    operators_default = {"spec": {"version": "v2.6"}}  # smcp-templates/v2.6/base: autoInject false
+    notebook = {"labels": {"notebook-name": "nb", "statefulset": "nb"}}
+    assert standins.maistra_inject_required(kfocps, notebook) is True
+    assert standins.maistra_inject_required(operators_default, notebook) is False
+    said_no = {"labels": {"sidecar.istio.io/inject": "false"}, "annotations": {"sidecar.istio.io/inject": "true"}}
+    assert standins.maistra_inject_required(kfocps, said_no) is False  # the label wins over the annotation
+    assert standins.maistra_inject_required(operators_default, {"annotations": {"sidecar.istio.io/inject": "true"}})

@@ -1042,7 +1042,14 @@ def sidecars_pass(state):
     if sidecar is None:
         return
     injected = list(sidecar.get("namespaces") or [state.namespace])
-    revision = sidecar.get("revision") or ""
+    # A named revision of the mesh the components join is theirs too: istiod's webhooks let
+    # istio-injection=enabled win over istio.io/rev and serve it only for the default revision, so
+    # the sidecar namespaces and the profile namespaces would get no proxy.
+    mesh_revision = ((state.options.get("mesh_membership") or {}).get("labels") or {}).get("istio.io/rev", "")
+    revision = sidecar.get("revision") or mesh_revision
+    require(not mesh_revision or revision == mesh_revision, "components_sidecar_revision",
+            "is %r, but the mesh's revision is %r (service_mesh role)" % (revision, mesh_revision),
+            "Leave it empty: the components follow the mesh's revision")
     state.objs = inject_sidecars(state.objs, injected, revision, tuple(sidecar.get("authservice") or ("authservice",)),
                                  tuple(sidecar.get("exclude") or ()))
     labels = {"istio.io/rev": revision} if revision else {"istio-injection": "enabled"}

@@ -327,6 +327,14 @@ def _ossm2_objects(s):
             "metadata": {"name": o2["name"], "namespace": o2["namespace"]},
             "spec": {"version": o2["version"], "mode": "MultiTenant",
                      "tracing": {"type": "None"},
+                     # The operator's default is autoInject false (smcp-templates/v2.6/base): its
+                     # injector then adds a proxy only to pods labelled or annotated
+                     # sidecar.istio.io/inject "true", and a user's notebook, like every pod upstream
+                     # Kubeflow runs in a profile namespace, carries neither, so no sidecar would
+                     # enforce the profile's AuthorizationPolicies. On, every pod of a member
+                     # namespace gets one unless it says "false", as with upstream Istio's
+                     # istio-injection=enabled namespaces.
+                     "proxy": {"injection": {"autoInject": True}},
                      # Off: the operator's own NetworkPolicies would admit every pod to the
                      # gateways (one allows all ingress to each gateway's pods), and NetworkPolicies
                      # add up, so the auth role's policy could not keep pods other than
