@@ -47,9 +47,11 @@ def assert_in_mesh(kube, profile, flavour):
 
 
 def test_policies_on_and_off_and_their_effect_on_pods(playbook, kube, control_plane, instance, flavour="ossm3"):
-    profile, web, strict = instance + "-p", instance + "-web", instance + "-strict"
-    apply_objects(control_plane, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": web}})
+    profile, web, strict, cni = instance + "-p", instance + "-web", instance + "-strict", instance + "-cni"
+    for name in (web, cni):  # made by someone else, as the mesh's CNI namespace may be
+        apply_objects(control_plane, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
     extra = dict(isolated_policies(instance), kfocp_instance=instance, service_mesh_flavour=flavour,
+                 service_mesh_ossm3={"cni_namespace": cni},
                  profiles_quota_default={"requests.nvidia.com/gpu": "1"},
                  profiles_list=[{"name": profile, "owner": {"user": "alice@example.com"}},
                                 {"name": strict, "owner": {"user": "bob@example.com"}}],
@@ -104,6 +106,13 @@ def test_policies_on_and_off_and_their_effect_on_pods(playbook, kube, control_pl
     refused = create_pod(control_plane, pod("sneaky", web, tolerations=[GPU_TOLERATION]))
     assert refused.returncode != 0 and "conflict with its namespace whitelist" in refused.stderr
     assert create_pod(control_plane, pod("normal", web)).returncode == 0
+    # the mesh's istio-cni-node tolerates every NoSchedule and NoExecute taint (Sail's cni chart):
+    # admitted in the CNI namespace, which gets no whitelist; a whitelist would refuse it
+    node_agent = [{"effect": "NoSchedule", "operator": "Exists"}, {"key": "CriticalAddonsOnly", "operator": "Exists"},
+                  {"effect": "NoExecute", "operator": "Exists"}]
+    assert create_pod(control_plane, pod("cni-node", cni, tolerations=node_agent)).returncode == 0
+    refused = create_pod(control_plane, pod("cni-node", web, tolerations=node_agent))
+    assert refused.returncode != 0 and "conflict with its namespace whitelist" in refused.stderr
     # a pod over the profile's GPU quota (from the Profile's resourceQuotaSpec) is rejected
     quotas = kube.resource("v1", "ResourceQuota")
     wait_for(lambda: (kube.get(quotas, "kf-resource-quota", profile).get("status") or {}).get("hard"), 30,

@@ -108,6 +108,24 @@ def test_other_namespaces_get_a_whitelist_that_is_not_empty_except_the_exclusion
     assert value and not [t for t in value if t.get("key") == "workload"]
 
 
+def test_the_mesh_cni_namespace_gets_no_whitelist_its_node_agents_could_not_pass():
+    # Sail's cni chart: istio-cni-node tolerates {effect: NoSchedule, operator: Exists} and
+    # {effect: NoExecute, operator: Exists}; the PodTolerationRestriction plugin admits a pod only
+    # when the whitelist holds each of its tolerations, which no whitelist of keys does
+    everything = [ns("team-a", PROFILE_LABELS), ns("istio-cni"), ns("mesh-cni"), ns("web")]
+    for flavour, cni, expected in (("ossm3", {}, ["mesh-cni", "web"]), ("ossm3", {"cni_namespace": "mesh-cni"},
+                                                                         ["istio-cni", "web"]),
+                                   ("ossm2", {}, ["istio-cni", "mesh-cni", "web"])):
+        settings = {"namespace_policies_service_mesh": {"flavour": flavour, "ossm3": cni}}
+        objs = np.objects([everything[0]], settings, all_namespaces=everything)
+        assert sorted(o["metadata"]["name"] for o in objs if np.WHITELIST in o["metadata"].get("annotations", {})) \
+            == expected, (flavour, cni)
+    gatekeeper = np.objects([everything[0]], {"namespace_policies_tolerations_mode": "gatekeeper",
+                                              "namespace_policies_service_mesh": {"flavour": "ossm3"}})
+    whitelist = index(gatekeeper)[("AssignMetadata", None, "kfocp-gpu-tolerations-whitelist")]["spec"]
+    assert "istio-cni" in whitelist["match"]["excludedNamespaces"]
+
+
 def test_namespaces_kfocp_created_get_no_whitelist_patch():
     platform = ns("kubeflow", {"app.kubernetes.io/managed-by": "kfocp", "kfocp.io/instance": "x"})
     objs = np.objects([], {}, all_namespaces=[platform, ns("web")])

@@ -349,13 +349,24 @@ def objects_for_namespace(namespace, settings):
     return _namespace_objects(plain(namespace), Settings(settings).check())
 
 
-def excluded(name, settings):
-    if not any(fnmatch.fnmatchcase(name, pattern) for pattern in settings["namespace_policies_whitelist_namespaces"]):
-        return True
+def whitelist_exclusions(settings):
+    """The namespaces no whitelist goes to: the configured ones, the GPU operator's, and the mesh's
+    CNI namespace (Service Mesh 3), whose istio-cni-node DaemonSet must run on every node: Sail's
+    cni chart has it tolerate every NoSchedule and NoExecute taint, which no whitelist of keys
+    admits, so the PodTolerationRestriction admission plugin would refuse its pods."""
     patterns = list(settings["namespace_policies_whitelist_exclude"])
     if settings["namespace_policies_gpu_operator_namespace"]:
         patterns.append(settings["namespace_policies_gpu_operator_namespace"])
-    return any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns)
+    flavours = getattr(settings, "mesh", None) or {}
+    if flavours.get("flavour") == "ossm3":
+        patterns.append(flavours["ossm3"]["cni_namespace"])
+    return patterns
+
+
+def excluded(name, settings):
+    if not any(fnmatch.fnmatchcase(name, pattern) for pattern in settings["namespace_policies_whitelist_namespaces"]):
+        return True
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in whitelist_exclusions(settings))
 
 
 def _made_by_kfocp(namespace):
@@ -379,9 +390,7 @@ def _gatekeeper(settings):
                       "location": 'metadata.annotations."%s"' % DEFAULT_TOLERATIONS,
                       "parameters": {"assign": {"value": _json(settings["namespace_policies_gpu_tolerations"])}}}}]
     if settings["namespace_policies_whitelist_others"]:
-        exclude = sorted(set(settings["namespace_policies_whitelist_exclude"]) |
-                         ({settings["namespace_policies_gpu_operator_namespace"]}
-                          if settings["namespace_policies_gpu_operator_namespace"] else set()))
+        exclude = sorted(set(whitelist_exclusions(settings)))
         objs.append({"apiVersion": "mutations.gatekeeper.sh/v1", "kind": "AssignMetadata",
                      "metadata": {"name": "kfocp-gpu-tolerations-whitelist"},
                      "spec": {"match": {"scope": "Cluster", "kinds": kinds, "excludedNamespaces": exclude,
