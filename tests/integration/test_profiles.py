@@ -7,7 +7,7 @@ import json
 import time
 
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.profiles import profile_name
-from helpers import in_background, isolated_policies, play_profile_controller
+from helpers import in_background, isolated_policies, play_profile_controller, wait_for
 
 PROFILE_API = ("kubeflow.org/v1", "Profile")
 
@@ -250,3 +250,62 @@ def test_one_module_run_reads_the_profiles_inputs_once_when_the_profiles_are_as_
     assert [s["changed"] for s in out["steps"]] == [True, False]
     assert sorted(reads) == ["/api/v1/namespaces"] * 2 + ["/apis/kubeflow.org/v1/profiles"] * 2
     assert kube.get(kube.resource(*PROFILE_API), names[0])["spec"]["resourceQuotaSpec"]["hard"]["cpu"] == "3"
+
+
+def test_the_quota_names_kfocp_refuses_are_refused_or_never_counted_by_the_api_server(kube, control_plane, instance):
+    """profiles.quota_name against the real API server: every name it takes, the API server takes in
+    a ResourceQuota; every name the API server takes that it refuses is one quota admission never
+    counts (a pod asking for more than a 0 quota of it is admitted)."""
+    from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.profiles import quota_name
+    from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import KubeError
+    from ansible_collections.kfocp.kubeflow.plugins.module_utils.objects import DefinitionError
+
+    space = instance + "-quota"
+    apply_objects(control_plane, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": space}})
+    quotas, pods = kube.resource("v1", "ResourceQuota"), kube.resource("v1", "Pod")
+
+    def api_takes(key, value="1", dry=True):
+        body = {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "q-%d" % time.monotonic_ns()},
+                "spec": {"hard": {key: value}}}
+        try:
+            kube.request("POST", kube.path(quotas, space), query={"dryRun": "All"} if dry else None, body=body)
+            return True
+        except KubeError as err:
+            assert err.status == 422, err
+            return False
+
+    def ours(key):
+        try:
+            return quota_name(key, "q") == key
+        except DefinitionError:
+            return False
+
+    wait_for(lambda: kube.get(kube.resource("v1", "ServiceAccount"), "default", space), 30,
+             what="the default ServiceAccount of %s" % space)
+    never_counted = []
+    for key in ("cpu", "requests.memory", "limits.cpu", "pods", "requests.storage", "hugepages-2Mi",
+                "requests.nvidia.com/gpu", "count/deployments.apps", "gold.storageclass.storage.k8s.io/requests.storage",
+                "gpu", "requests.gpu", "nvidia.com/gpu", "limits.nvidia.com/gpu", "a/b/c", "Nvidia.com/GPU!"):
+        if ours(key):
+            assert api_takes(key), "kfocp takes %r, the API server refuses it" % key
+        elif api_takes(key):
+            never_counted.append(key)
+    assert never_counted == ["nvidia.com/gpu", "limits.nvidia.com/gpu"]
+    # quota admission counts nvidia.com/gpu only as requests.nvidia.com/gpu
+    for key in never_counted + ["requests.nvidia.com/gpu"]:
+        for old in kube.list(quotas, namespace=space):
+            kube.delete(quotas, old["metadata"]["name"], space)
+        assert api_takes(key, "0", dry=False)
+        # quota admission enforces what the quota controller has put in status.hard
+        wait_for(lambda: [q for q in kube.list(quotas, namespace=space) if (q.get("status") or {}).get("hard")], 30,
+                 what="the quota controller to take up %s" % key)
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "gpu-%d" % time.monotonic_ns()},
+               "spec": {"containers": [{"name": "c", "image": "registry.example/c:1",
+                                        "resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}
+        try:
+            kube.request("POST", kube.path(pods, space), query={"dryRun": "All"}, body=pod)
+            admitted = True
+        except KubeError as err:
+            assert "exceeded quota" in str(err), err
+            admitted = False
+        assert admitted is (key != "requests.nvidia.com/gpu"), key

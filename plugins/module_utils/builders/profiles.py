@@ -25,7 +25,7 @@ import re
 
 from ansible_collections.kfocp.kubeflow.plugins.module_utils import objects as o
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.common import group_name, quantity, require, role_binding
-from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.common import plain
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.common import plain, qualified_name
 
 PROFILE_API = "kubeflow.org/v1"
 AUTHZ_API = "security.istio.io/v1"
@@ -124,6 +124,39 @@ def _subject(value, field, allow_both=False):
     return ("User" if user else "Group"), name
 
 
+# The names a ResourceQuota's `hard` may hold (k8s.io/kubernetes v1.36.4: pkg/apis/core/validation
+# ValidateResourceQuotaResourceName, pkg/apis/core/helper standardQuotaResources and
+# IsQuotaHugePageResourceName): a name without "/" must be one of these, or a hugepages one.
+QUOTA_STANDARD = frozenset((
+    "cpu", "memory", "ephemeral-storage", "requests.cpu", "requests.memory", "requests.storage",
+    "requests.ephemeral-storage", "limits.cpu", "limits.memory", "limits.ephemeral-storage", "pods",
+    "resourcequotas", "services", "replicationcontrollers", "secrets", "persistentvolumeclaims", "configmaps",
+    "services.nodeports", "services.loadbalancers"))
+
+
+def quota_name(key, field):
+    """Refuse a ResourceQuota name the API server refuses, or one the quota system accepts but never
+    counts: an extended resource (a device plugin's, such as nvidia.com/gpu) is counted only as
+    requests.<name> (pkg/quota/v1/evaluator/core/pods.go, isExtendedResourceNameForQuota); the
+    profile controller copies the names into the namespace's ResourceQuota as they are."""
+    example = "Use cpu, memory, requests.cpu, limits.memory, pods, requests.storage, requests.nvidia.com/gpu, " \
+              "count/deployments.apps"
+    require(isinstance(key, str) and key, field, "is not a resource name", example)
+    if "/" not in key:
+        require(key in QUOTA_STANDARD or key.startswith(("hugepages-", "requests.hugepages-")), field,
+                "is not a resource a ResourceQuota can hold (the API server refuses it)", example)
+        return key
+    require(key.count("/") == 1, field, "is not a resource name (one '/' at most)", example)
+    qualified_name(key, field)
+    prefix = key.split("/", 1)[0]
+    device = not key.startswith("requests.") and prefix != "count" and \
+        not prefix.endswith(".storageclass.storage.k8s.io") and not prefix.endswith("kubernetes.io")
+    name = key[len("limits."):] if key.startswith("limits.") else key
+    require(not device, field, "is accepted by a ResourceQuota but never counted: quota counts an extended "
+            "resource only as requests.<name>", "Use requests.%s" % name)
+    return key
+
+
 def quota(default, override, field, default_field="profiles_quota_default"):
     """The ResourceQuota `hard` map: the defaults with the override's keys replacing them; an
     override value of null removes that limit. Every value must be a Kubernetes quantity."""
@@ -134,8 +167,7 @@ def quota(default, override, field, default_field="profiles_quota_default"):
         require(isinstance(values, dict), where, "must be a mapping of resource name to quantity",
                 "For example {cpu: '8', memory: 32Gi, requests.nvidia.com/gpu: '1'}")
         for key, value in values.items():
-            require(isinstance(key, str) and re.match(r"^[a-z0-9A-Z./_-]+$", key or ""), "%s.%s" % (where, key),
-                    "is not a resource name", "Use names like cpu, requests.memory, requests.nvidia.com/gpu")
+            quota_name(key, "%s.%s" % (where, key))
             if value is None:
                 hard.pop(key, None)
                 continue
