@@ -222,8 +222,14 @@ def installed_operators(csvs):
 def choose(params):
     """The pre-flight's reading of the cluster: `params` {clusterversion: the ClusterVersion's
     status.desired.version or None, given: kfocp_openshift_version, csvs: the CSVs, roles: the
-    enabled roles}. Returns {openshift, operators}; raises naming the field when the version is
-    not supported, or too old for an enabled role."""
+    enabled roles, openshift_api: whether the cluster serves config.openshift.io/v1 ClusterVersion
+    (None: not read)}. Returns {openshift, operators}; raises naming the field when the cluster is
+    not OpenShift, or the version is not supported, or too old for an enabled role."""
+    require(params.get("openshift_api") is not False, "cluster",
+            "serves no config.openshift.io/v1 ClusterVersion, so it is not OpenShift (kfocp_openshift_version "
+            "names a version only for a cluster that serves OpenShift's APIs without that object)",
+            "Run kfocp against OpenShift %s to %s, or against the local control plane (make up), which serves "
+            "OpenShift's APIs" % (SUPPORTED[0], SUPPORTED[-1]))
     version = openshift(params.get("clusterversion"), params.get("given"))
     if "profile_self_service" in (params.get("roles") or []):
         require(feature("ValidatingAdmissionPolicy", version), "kfocp_profile_self_service_enabled",

@@ -85,3 +85,22 @@ def test_the_gpu_role_converges_on_the_nfd_api_of_openshift_4_18(playbook, kube,
     finally:
         put_back()
         playbook("site", gpu_vars(instance, gpu_state="absent"))
+
+
+def test_a_cluster_that_is_not_openshift_is_refused_before_any_change(tmp_path):
+    """A plain Kubernetes API (a plane without OpenShift's APIs) with an inventory that names an
+    OpenShift version: the pre-flight refuses it, and the scc role grants nothing."""
+    from cluster import ControlPlane
+    from helpers import run_playbook
+    plain = ControlPlane(tmp_path / "plain").up(install=False)
+    try:
+        result = run_playbook(plain, "site", {"kfocp_openshift_version": "4.20"}, tmp_path)
+        text = " ".join(result.stdout.split())
+        assert result.rc != 0 and "Nothing was changed" in text, result.stdout[-3000:]
+        assert "cluster: serves no config.openshift.io/v1 ClusterVersion, so it is not OpenShift" in text, \
+            result.stdout[-3000:]
+        bindings = plain.kubectl("get", "clusterrolebindings,rolebindings", "-A", "-l", "app.kubernetes.io/managed-by=kfocp",
+                                 "-o", "name").stdout
+        assert bindings.strip() == ""
+    finally:
+        plain.destroy()

@@ -124,6 +124,15 @@ def test_an_unsupported_or_unknown_version_is_refused(found, given, message):
         versions.choose({"clusterversion": found, "given": given})
 
 
+def test_a_cluster_without_the_clusterversion_api_is_not_openshift():
+    with pytest.raises(DefinitionError, match=r"cluster: serves no config.openshift.io/v1 ClusterVersion, so it is "
+                                              r"not OpenShift"):
+        versions.choose({"clusterversion": None, "given": "4.20", "openshift_api": False})
+    # the API without the object (the local control plane), or not read (a pre-flight alone)
+    for api in (True, None):
+        assert versions.choose({"clusterversion": None, "given": "4.20", "openshift_api": api})["openshift"] == "4.20"
+
+
 def test_the_version_comes_from_the_cluster_and_the_operators_from_their_csvs():
     csvs = [{"metadata": {"name": "nfd.v4.18.0", "labels": {"operators.coreos.com/nfd.openshift-nfd": ""}},
              "spec": {"version": "4.18.0-202507211933"}},
