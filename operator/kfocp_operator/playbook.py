@@ -90,6 +90,9 @@ class RunResult:
         self.roles = {}
         self.failures = []
         self.invalid_spec = False
+        # the pre-flight's reading of the cluster (playbooks/tasks/detect_versions.yml): the OpenShift
+        # version the roles were chosen for and the operators installed, when the run got that far
+        self.openshift = None
         self.started = now()
         self.finished = None
         self.duration = 0.0
@@ -124,6 +127,10 @@ class EventRecorder:
         if counted is None:
             return True
         res = data.get("res") or {}
+        facts = res.get("ansible_facts") or {}
+        if counted == "ok" and facts.get("kfocp_openshift"):
+            self.result.openshift = {"version": str(facts["kfocp_openshift"]),
+                                     "operators": dict(facts.get("kfocp_operator_versions") or {})}
         ignored = bool(data.get("ignore_errors"))
         role = str(data.get("role") or "playbook").rsplit(".", 1)[-1]
         per_role = self.result.roles.setdefault(role, dict.fromkeys(("ok", "changed", "failed", "skipped"), 0))

@@ -18,7 +18,8 @@ from kfocp_operator.paramconv import to_camel, to_snake
 OPERATOR_OPTIONS = {
     "kfocp_openshift_version": {
         "type": "str",
-        "description": ["The OpenShift version of a cluster without ClusterVersion (plain Kubernetes), for which the "
+        "description": ["The OpenShift version of a cluster that serves OpenShift's APIs without a ClusterVersion (the local "
+                        "control plane), for which the "
                         "roles choose their channels and fields; on OpenShift it is read from the cluster, and this "
                         "one, when set, must match it (README \"Supported versions\")."],
     },
@@ -321,6 +322,11 @@ def status_schema():
             "components": {"type": "object", "additionalProperties": component,
                            "description": "State of each role of the last run, by role name."},
             "lastRun": last_run,
+            "openshift": {"type": "object", "description": "The OpenShift version the roles were chosen for "
+                                                           "(README \"Supported versions\"), and the versions of the "
+                                                           "operators OLM had installed, by package.",
+                          "properties": {"version": {"type": "string"},
+                                         "operators": {"type": "object", "additionalProperties": {"type": "string"}}}},
         },
     }
 

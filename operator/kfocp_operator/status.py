@@ -85,8 +85,11 @@ def after_run(result, generation, expected_roles=()):
         conds = [condition(READY, False, reason, message, generation),
                  condition(PROGRESSING, False, "Idle", "the run failed; retrying with backoff", generation),
                  condition(DEGRADED, True, reason, message, generation)]
-    return {"observedGeneration": generation, "conditions": conds, "lastRun": last,
-            "components": components(result.roles, expected_roles)}
+    out = {"observedGeneration": generation, "conditions": conds, "lastRun": last,
+           "components": components(result.roles, expected_roles)}
+    if getattr(result, "openshift", None):
+        out["openshift"] = result.openshift
+    return out
 
 
 def refused(active, generation):

@@ -214,6 +214,7 @@ def test_ansible_operator_converges_to_the_same_objects_as_the_python_operator(
     assert _condition(sdk_cr, "Degraded")["status"] == "False"
     assert sdk_cr["status"]["observedGeneration"] == 1
     assert sdk_cr["status"]["components"]["scc"] == {"state": "Ready"}
+    assert sdk_cr["status"]["openshift"] == {"version": "4.20", "operators": {}}
     assert "kfocp.io/uninstall" in sdk_cr["metadata"]["finalizers"]
     # the grant of the spec was applied, as the CR's install (snake_case spec, kfocp_instance from watches.yaml)
     binding = ("rbac.authorization.k8s.io/v1", "RoleBinding", team, "kfocp-scc-nonroot-v2-trainer")

@@ -90,6 +90,8 @@ def test_cr_converges_ready(platform, kube, operator):
     assert status["lastRun"]["result"] == "Succeeded" and status["lastRun"]["failed"] == 0
     assert status["lastRun"]["changed"] >= 1
     assert status["components"]["scc"]["state"] == "Ready"
+    # the pre-flight's reading: the local inventory's version, as the plane has no ClusterVersion
+    assert status["openshift"] == {"version": "4.20", "operators": {}}
     assert _condition(cr, "Degraded")["status"] == "False"
     assert _condition(cr, "Progressing")["status"] == "False"
     assert "kfocp.io/uninstall" in cr["metadata"]["finalizers"]

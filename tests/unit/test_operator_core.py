@@ -165,6 +165,17 @@ def test_status_after_a_failed_run_names_the_failure():
     assert out["components"]["scc"]["state"] == "Failed"
 
 
+def test_the_pre_flights_reading_of_the_cluster_goes_into_the_status():
+    result = RunResult("site.yml")
+    record = EventRecorder(result)
+    facts = {"kfocp_openshift": "4.18", "kfocp_operator_versions": {"nfd": "4.18.0-202501"}}
+    record({"event": "runner_on_ok", "event_data": {"task": "Give the roles the cluster's OpenShift version",
+                                                    "res": {"changed": False, "ansible_facts": facts}}})
+    result.rc, result.status, result.finished = 0, "successful", "T"
+    assert status.after_run(result, 1)["openshift"] == {"version": "4.18", "operators": {"nfd": "4.18.0-202501"}}
+    assert "openshift" not in status.after_run(_result(2, ["x"]), 1)  # stopped before the pre-flight read it
+
+
 def test_argument_spec_failures_are_invalid_spec():
     out = status.after_run(_result(2, ["x"], invalid=True), 1)
     assert status.get(out["conditions"], "Degraded")["reason"] == "InvalidSpec"
