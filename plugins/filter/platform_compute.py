@@ -21,4 +21,5 @@ class FilterModule(object):
             "serverless_knative_serving": _wrap(serverless.knative_serving),
             "olm_csv_waits": _wrap(olm.waits),
             "olm_operator_groups": _wrap(olm.operator_groups),
+            "olm_channel_moves": _wrap(olm.channel_moves),
         }

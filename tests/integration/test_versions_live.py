@@ -74,11 +74,25 @@ def test_the_gpu_role_converges_on_the_nfd_api_of_openshift_4_18(playbook, kube,
         assert ".spec.operand.workerTolerations: field not declared in schema" in wait_for(
             refused, what="the older NFD schema")
 
+        # installed on OpenShift 4.17 with the v24.9 channel, published up to 4.17; then OpenShift is upgraded
+        play_cluster_version(kube, "4.17.9")
+        old = [{"namespace": "nvidia-gpu-operator", "package": "gpu-operator-certified", "channel": "v24.9",
+                "source": "certified-operators"}]
+        try:
+            with PlayOperators(kube):
+                result = playbook("site", gpu_vars(instance, gpu_operators=old))
+            assert result.rc == 0, result.stdout[-3000:]
+        finally:
+            play_cluster_version(kube, "4.18.5")
+        subs = kube.resource(*SUBSCRIPTIONS)
+        assert kube.get(subs, "gpu-operator-certified", "nvidia-gpu-operator")["spec"]["channel"] == "v24.9"
+
         with PlayOperators(kube):
             result = playbook("site", gpu_vars(instance))
         assert result.rc == 0, result.stdout[-3000:]
         assert "OpenShift 4.18 (ClusterVersion version)" in result.stdout
-        subs = kube.resource(*SUBSCRIPTIONS)
+        assert "gpu_operators[0]: Subscription nvidia-gpu-operator/gpu-operator-certified moves from channel v24.9 " \
+            "(not published for OpenShift 4.18) to v25.10" in result.stdout, result.stdout[-3000:]
         assert kube.get(subs, "gpu-operator-certified", "nvidia-gpu-operator")["spec"]["channel"] == "v25.10"
         nfd = kube.get(kube.resource(*NFD), "nfd-instance", "openshift-nfd")
         assert "workerTolerations" not in nfd["spec"].get("operand", {})

@@ -151,3 +151,18 @@ def test_self_service_needs_a_version_that_serves_validating_admission_policy_v1
 
 def test_the_readme_shows_the_matrix():
     assert versions.table() in (ROOT / "README.md").read_text()
+
+
+def test_a_subscription_moved_to_another_channel_is_named_with_why():
+    live = [{"metadata": {"name": "gpu-operator-certified", "namespace": "nvidia-gpu-operator"},
+             "spec": {"channel": "v24.9"}},
+            {"metadata": {"name": "serverless-operator", "namespace": "openshift-serverless"},
+             "spec": {"channel": "stable-1.38"}}]
+    moves = olm.channel_moves([dict(GPU_OPERATOR)], "gpu_operators", live, "4.18")
+    assert moves == ["gpu_operators[0]: Subscription nvidia-gpu-operator/gpu-operator-certified moves from channel "
+                     "v24.9 (not published for OpenShift 4.18) to v25.10"]
+    assert olm.channel_moves([dict(GPU_OPERATOR, channel="v24.9")], "gpu_operators", live, "4.17") == []
+    # a user's own move between two published channels: named, with no reason to give
+    live[0]["spec"]["channel"] = "v25.10"
+    assert olm.channel_moves([dict(GPU_OPERATOR, channel="v26.3")], "gpu_operators", live, "4.18") == [
+        "gpu_operators[0]: Subscription nvidia-gpu-operator/gpu-operator-certified moves from channel v25.10 to v26.3"]

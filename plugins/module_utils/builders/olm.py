@@ -89,6 +89,28 @@ def operator_groups(operators, field, live_groups, openshift=None):
     return out
 
 
+def channel_moves(operators, field, live_subscriptions, openshift=None):
+    """The Subscriptions this run moves to another channel, for the run's output: one message per
+    live Subscription of an operator whose channel is not the one the run sets, with the reason
+    when the old channel is not published for the cluster's OpenShift version (after an upgrade
+    of OpenShift). OLM then installs the new channel's head from the installed version."""
+    version = versions.supported(openshift)
+    live = dict(((s["metadata"].get("namespace"), s["metadata"]["name"]), s) for s in live_subscriptions or [])
+    out = []
+    for i, op in enumerate(operators or []):
+        where = "%s[%d]" % (field, i)
+        op = normalise(op, where, openshift)
+        old = ((live.get((op["namespace"], op["package"])) or {}).get("spec") or {}).get("channel")
+        if not old or old == op["channel"]:
+            continue
+        known = version and old in versions.CHANNELS.get(op["package"], {})
+        why = " (not published for OpenShift %s)" % version if known and not versions.published(
+            op["package"], old, version) else ""
+        out.append("%s: Subscription %s/%s moves from channel %s%s to %s" % (
+            where, op["namespace"], op["package"], old, why, op["channel"]))
+    return out
+
+
 def objects(operators, field, live_groups=None, openshift=None):
     """Namespace (created when missing), OperatorGroup and Subscription for each operator.
     `live_groups`: the cluster's OperatorGroups; none is added to a namespace that holds one
