@@ -7,8 +7,9 @@ destination has a proxy; cyclonus confirms the network part. The owner's policy 
 profile controller stand-in wrote, read back; the gateway's principal and labels are those of the
 pod kube-scheduler placed and kwok runs; whether a namespace's pods get a proxy is asked of the API
 server's webhook matching (istiod's injector for ossm3 and external; for ossm2 the operator's, on
-the namespaces its member controller labelled, then its injection policy). Who: the owner, a contributor added through the dashboard, one added by kfocp, a stranger,
-a cluster admin, and in-cluster pods that send their own headers."""
+the namespaces its member controller labelled, then its injection policy). Who: the owner, a
+contributor added through the dashboard, one added by kfocp, a stranger, a cluster admin, and
+in-cluster pods that send their own headers."""
 import json
 import re
 import subprocess

@@ -49,8 +49,8 @@ def test_a_membership_for_another_namespace_is_refused():
 
 
 def test_sidecar_and_profile_namespaces_follow_a_named_revision_of_the_mesh():
-    labels_file = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "namespace-labels-data",
-                                                                          "namespace": "kubeflow"},
+    labels_file = {"apiVersion": "v1", "kind": "ConfigMap",
+                   "metadata": {"name": "namespace-labels-data", "namespace": "kubeflow"},
                    "data": {m.PROFILE_LABELS_FILE: "istio-injection: enabled\n"}}
     membership = mesh.mesh_membership("kubeflow", SETTINGS["ossm3"])
     extra = dict(DEPLOYMENT, metadata={"name": "web", "namespace": "kubeflow-extra"})

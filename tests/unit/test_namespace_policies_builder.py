@@ -113,9 +113,9 @@ def test_the_mesh_cni_namespace_gets_no_whitelist_its_node_agents_could_not_pass
     # {effect: NoExecute, operator: Exists}; the PodTolerationRestriction plugin admits a pod only
     # when the whitelist holds each of its tolerations, which no whitelist of keys does
     everything = [ns("team-a", PROFILE_LABELS), ns("istio-cni"), ns("mesh-cni"), ns("web")]
-    for flavour, cni, expected in (("ossm3", {}, ["mesh-cni", "web"]), ("ossm3", {"cni_namespace": "mesh-cni"},
-                                                                         ["istio-cni", "web"]),
-                                   ("ossm2", {}, ["istio-cni", "mesh-cni", "web"])):
+    cases = (("ossm3", {}, ["mesh-cni", "web"]), ("ossm3", {"cni_namespace": "mesh-cni"}, ["istio-cni", "web"]),
+             ("ossm2", {}, ["istio-cni", "mesh-cni", "web"]))
+    for flavour, cni, expected in cases:
         settings = {"namespace_policies_service_mesh": {"flavour": flavour, "ossm3": cni}}
         objs = np.objects([everything[0]], settings, all_namespaces=everything)
         assert sorted(o["metadata"]["name"] for o in objs if np.WHITELIST in o["metadata"].get("annotations", {})) \
