@@ -20,7 +20,9 @@ def mesh_vars(instance, **more):
     """The role alone, on Service Mesh 2 unless `more` says otherwise (the local inventory's
     flavour is external)."""
     extra = {"kfocp_instance": instance, "kfocp_roles": ["kfocp.kubeflow.service_mesh"],
-             "service_mesh_namespace": instance, "service_mesh_flavour": "ossm2"}
+             "service_mesh_namespace": instance, "service_mesh_flavour": "ossm2",
+             # Service Mesh 2 as on OpenShift 4.18, whose catalog kfocp knows its channel for
+             "kfocp_openshift_version": "4.18"}
     extra.update(FAST)
     extra.update(more)
     return extra

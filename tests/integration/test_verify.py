@@ -34,6 +34,8 @@ AUTHORIZE = "https://oauth-openshift.apps.local.example.com/oauth/authorize"
 def extravars(instance, **more):
     out = dict(only_roles("scc", "service_mesh", "auth", "gpu", "components"), kfocp_instance=instance,
                kfocp_gpu_enabled=True, service_mesh_flavour="ossm2", service_mesh_wait_delay=1,
+               # OpenShift 4.20: kfocp knows no Service Mesh 2 channel there, so the user names it
+               service_mesh_ossm2={"subscription": {"channel": "stable"}},
                service_mesh_csv_timeout=120, service_mesh_ready_timeout=120, gpu_csv_timeout=120,
                gpu_csv_poll_interval=1, auth_host=HOST,
                gpu_machinesets=[{"name": GPU_SET, "accelerator": "nvidia-a10g", "instance_type": {"aws": "g5.2xlarge"}}])
