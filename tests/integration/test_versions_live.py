@@ -91,8 +91,9 @@ def test_the_gpu_role_converges_on_the_nfd_api_of_openshift_4_18(playbook, kube,
             result = playbook("site", gpu_vars(instance))
         assert result.rc == 0, result.stdout[-3000:]
         assert "OpenShift 4.18 (ClusterVersion version)" in result.stdout
-        assert "gpu_operators[0]: Subscription nvidia-gpu-operator/gpu-operator-certified moves from channel v24.9 " \
-            "(not published for OpenShift 4.18) to v25.10" in result.stdout, result.stdout[-3000:]
+        said = " ".join(result.stdout[result.stdout.find("gpu : Say which Subscriptions"):][:1500].split())
+        assert "gpu_operators[1]: Subscription nvidia-gpu-operator/gpu-operator-certified moves from channel v24.9 " \
+            "(not published for OpenShift 4.18) to v25.10" in said, said
         assert kube.get(subs, "gpu-operator-certified", "nvidia-gpu-operator")["spec"]["channel"] == "v25.10"
         nfd = kube.get(kube.resource(*NFD), "nfd-instance", "openshift-nfd")
         assert "workerTolerations" not in nfd["spec"].get("operand", {})
