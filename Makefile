@@ -47,7 +47,7 @@ demo: up
 	cd hack && ../$(BIN)/python demo.py
 
 test: venv build istioctl lint sanity
-	$(BIN)/python -m pytest -p no:cacheprovider --timeout=1800 -n $(TEST_WORKERS) --dist loadfile \
+	$(BIN)/python -m pytest -p no:cacheprovider --timeout=1800 -n $(TEST_WORKERS) --dist loadfile --durations=25 \
 		tests/unit tests/integration tests/reliability $(PYTEST_ARGS)
 
 unit: venv
