@@ -119,3 +119,31 @@ def test_a_cluster_that_is_not_openshift_is_refused_before_any_change(tmp_path):
         assert bindings.strip() == ""
     finally:
         plain.destroy()
+
+
+def test_the_oldest_supported_version_gets_its_own_choices(playbook, kube, instance):
+    """OpenShift 4.14, the oldest supported version: Serverless 1.37 (1.38 is published from 4.16 on),
+    and the profile_self_service role refused before any change (ValidatingAdmissionPolicy v1 is
+    served from 4.17 on)."""
+    from helpers import ensure_namespace, play_olm_csv_succeeded
+    play_cluster_version(kube, "4.14.38")
+    extra = dict(only_roles("serverless"), kfocp_instance=instance, kfocp_serverless_enabled=True, scc_grants=[],
+                 serverless_csv_timeout=5, serverless_csv_poll_interval=1, **FROM_THE_CLUSTER)
+    try:
+        refused = playbook("site", dict(only_roles("profile_self_service"), kfocp_preflight_only=True,
+                                        kfocp_profile_self_service_enabled=True, **FROM_THE_CLUSTER))
+        text = " ".join(refused.stdout.split())
+        assert refused.rc != 0 and "Nothing was changed" in text, refused.stdout[-3000:]
+        assert "the profile_self_service role needs OpenShift 4.17 or later (ValidatingAdmissionPolicy " \
+            "admissionregistration.k8s.io/v1); the cluster runs OpenShift 4.14" in text, refused.stdout[-3000:]
+
+        ensure_namespace(kube, "openshift-serverless")
+        play_olm_csv_succeeded(kube, "openshift-serverless", "serverless-operator")
+        result = playbook("site", extra)
+        assert result.rc == 0, result.stdout[-3000:]
+        assert "OpenShift 4.14 (ClusterVersion version)" in result.stdout
+        sub = kube.get(kube.resource(*SUBSCRIPTIONS), "serverless-operator", "openshift-serverless")
+        assert sub["spec"]["channel"] == "stable-1.37"
+    finally:
+        playbook("site", dict(extra, serverless_state="absent"))
+        play_cluster_version(kube, "4.18.5")
