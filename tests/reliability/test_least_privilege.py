@@ -68,7 +68,8 @@ EXEMPT = {("route.openshift.io", "routes/custom-host"):
 POLICY_SETTINGS = {"namespace_policies_tolerations_mode": "gatekeeper", "namespace_policies_serverless": True,
                    "namespace_policies_scc": "nonroot-v2", "service_mesh_flavour": "ossm3",
                    "service_mesh_keep_ossm2": True, "service_mesh_namespace": "kubeflow-mesh3",
-                   "service_mesh_ossm2": {"namespace": "kubeflow-mesh"}}
+                   # on OpenShift 4.20 the Service Mesh 2 channel is the user's to name
+                   "service_mesh_ossm2": {"namespace": "kubeflow-mesh", "subscription": {"channel": "stable"}}}
 
 
 def catalog():
