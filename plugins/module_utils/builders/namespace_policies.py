@@ -357,9 +357,9 @@ def whitelist_exclusions(settings):
     patterns = list(settings["namespace_policies_whitelist_exclude"])
     if settings["namespace_policies_gpu_operator_namespace"]:
         patterns.append(settings["namespace_policies_gpu_operator_namespace"])
-    flavours = getattr(settings, "mesh", None) or {}
-    if flavours.get("flavour") == "ossm3":
-        patterns.append(flavours["ossm3"]["cni_namespace"])
+    mesh_settings = settings.mesh or {}  # Settings.check() normalised them in mesh mode
+    if mesh_settings.get("flavour") == "ossm3":
+        patterns.append(mesh_settings["ossm3"]["cni_namespace"])
     return patterns
 
 
