@@ -93,7 +93,7 @@ def channel_moves(operators, field, live_subscriptions, openshift=None):
     """The Subscriptions this run moves to another channel, for the run's output: one message per
     live Subscription of an operator whose channel is not the one the run sets, with the reason
     when the old channel is not published for the cluster's OpenShift version (after an upgrade
-    of OpenShift). OLM then installs the new channel's head from the installed version."""
+    of OpenShift)."""
     version = versions.supported(openshift)
     live = dict(((s["metadata"].get("namespace"), s["metadata"]["name"]), s) for s in live_subscriptions or [])
     out = []
