@@ -36,6 +36,7 @@ OPERATOR_OPTIONS = {
 OPERATOR_ONLY = {
     "components_kubectl": "runs this program",
     "components_render_dir": "writes files in this directory",
+    "scc_render_dir": "writes files in this directory",
     "components_mirror_file": "writes this file",
 }
 # Bounds on what a CR may hold, so that a value too large or too deep is refused by the API server

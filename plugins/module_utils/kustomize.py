@@ -22,6 +22,7 @@ import tarfile
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 
+from ansible_collections.kfocp.kubeflow.plugins.module_utils import objects as o
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.objects import phase
 
 try:
@@ -372,12 +373,45 @@ def dump(obj):
     return yaml.dump(obj, Dumper=_Dumper, default_flow_style=False, sort_keys=True)
 
 
-def write(dest, objs, check_mode=False):
-    """Write one file per object and a kustomization.yaml listing them, in apply order; remove
-    files an earlier run wrote and this one does not. Returns (changed files, removed files)."""
+# Argo CD's sync wave annotation (argo-cd gitops-engine pkg/sync/common/types.go AnnotationSyncWave):
+# each object is synced in the wave of its apply phase, so that CRDs are Established and namespaces
+# exist before what needs them, and admission webhooks come last.
+SYNC_WAVE = "argocd.argoproj.io/sync-wave"
+_WAVES = {o.PHASE_CRD: "-2", o.PHASE_NAMESPACE: "-1", o.PHASE_MAIN: "0", o.PHASE_LAST: "1", o.PHASE_BINDING: "2"}
+# kfocp's own markers, read by its apply engine and never sent: a GitOps engine would send them
+_MARKERS = (o.OWNERSHIP, o.SET_OVERRIDE, o.FORCE, o.ADOPT)
+
+
+def for_gitops(obj, instance=None, set_name=None):
+    """The object as a GitOps engine is to apply it: kfocp's markers removed, its sync wave, and,
+    when `instance` is given, the ownership labels kfocp's apply would give it (so that status,
+    verify and uninstall know it, and no other instance prunes it)."""
+    if o.mode_of(obj) == o.SHARED:
+        raise SourceError("%s is another writer's object that kfocp only patches; it cannot be written for GitOps"
+                          % o.describe(o.ref(obj)))
+    obj = dict(obj)
+    meta = obj["metadata"] = dict(obj.get("metadata") or {})
+    annotations = dict((k, v) for k, v in (meta.get("annotations") or {}).items() if k not in _MARKERS)
+    annotations[SYNC_WAVE] = _WAVES[phase(obj.get("kind") or "")]
+    meta["annotations"] = annotations
+    if instance:
+        labels = meta["labels"] = dict(meta.get("labels") or {})
+        labels[o.MANAGED_BY] = o.MANAGER
+        labels.setdefault(o.PART_OF, o.MANAGER)
+        labels[o.INSTANCE] = instance
+        if set_name:
+            labels[o.SET] = set_name
+    return obj
+
+
+def write(dest, objs, check_mode=False, instance=None, set_name=None):
+    """Write one file per object (as `for_gitops` makes it) and a kustomization.yaml listing them,
+    in apply order; remove files an earlier run wrote and this one does not. Returns (changed
+    files, removed files)."""
     wanted = {}
     order = []
-    for obj in sorted(objs, key=lambda o: phase(o.get("kind") or "")):
+    objs = [for_gitops(obj, instance, set_name) for obj in objs]
+    for obj in sorted(objs, key=lambda item: phase(item.get("kind") or "")):
         name = file_name(obj)
         if name in wanted:
             raise SourceError("two objects would be written to %s: %s %s" % (name, obj.get("kind"),

@@ -13,6 +13,11 @@ version_added: 0.1.0
 description:
   - Writes each object of O(objects) to its own YAML file in O(dest), and a
     C(kustomization.yaml) that lists them in apply order, for Argo CD or Flux.
+  - Each object carries Argo CD's C(argocd.argoproj.io/sync-wave) annotation by its apply phase
+    (CRDs -2, Namespaces -1, the rest 0, admission webhooks and API services 1, admission policy
+    bindings 2), and none of kfocp's own C(kfocp.io/*) markers.
+  - With O(instance), each object is labelled as that kfocp instance's, as the apply modules
+    label what they apply, so that status, verify and uninstall know it.
   - Files that an earlier run wrote and this run does not are removed. A directory that holds
     files kfocp did not write is refused.
   - Reports C(changed) only when a file's content changes; check mode reports without writing,
@@ -28,6 +33,15 @@ options:
     type: list
     elements: dict
     required: true
+  instance:
+    description:
+      - The kfocp instance the objects are labelled as (C(kfocp.io/instance)). Give the GitOps
+        render an instance of its own: an operator or playbook run with the same instance would
+        prune the objects as its own.
+    type: str
+  set:
+    description: The set the objects are labelled as (C(kfocp.io/set)), with O(instance).
+    type: str
 """
 
 EXAMPLES = r"""
@@ -65,11 +79,14 @@ def main():
     module = AnsibleModule(argument_spec={
         "dest": {"type": "path", "required": True},
         "objects": {"type": "list", "elements": "dict", "required": True},
+        "instance": {"type": "str"},
+        "set": {"type": "str"},
     }, supports_check_mode=True)
     if not HAS_YAML:
         module.fail_json(msg=missing_required_lib("PyYAML"))
     try:
-        written, removed = write(module.params["dest"], module.params["objects"], module.check_mode)
+        written, removed = write(module.params["dest"], module.params["objects"], module.check_mode,
+                                 module.params["instance"], module.params["set"])
     except (SourceError, OSError) as err:
         module.fail_json(msg=str(err))
     result = {"changed": bool(written or removed), "written": written, "removed": removed,

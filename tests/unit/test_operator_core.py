@@ -49,6 +49,7 @@ def test_unknown_configmap_keys_are_reported_not_used():
 
 
 @pytest.mark.parametrize("field, value", [("componentsKubectl", "/bin/sh"), ("componentsRenderDir", "/etc"),
+                                          ("sccRenderDir", "/etc"),
                                           ("componentsMirrorFile", "/root/.ssh/authorized_keys")])
 def test_a_cr_cannot_set_what_acts_on_the_operators_host(field, value):
     model = SpecModel.from_collection(ROOT)
@@ -56,7 +57,7 @@ def test_a_cr_cannot_set_what_acts_on_the_operators_host(field, value):
         config.merge(model, {field: value}, {}, {})
     # the operator's own configuration may
     name = {"componentsKubectl": "components_kubectl", "componentsRenderDir": "components_render_dir",
-            "componentsMirrorFile": "components_mirror_file"}[field]
+            "sccRenderDir": "scc_render_dir", "componentsMirrorFile": "components_mirror_file"}[field]
     variables, _ignored = config.merge(model, {}, {name: value}, {})
     assert variables[name] == value
 
