@@ -32,6 +32,9 @@ venv: $(BIN)/.installed $(COLLECTION_LINK)
 
 build: venv
 	$(BIN)/python hack/cluster.py build --workloads --judges
+	$(BIN)/python hack/argocd.py build
+	@command -v redis-server >/dev/null || (apt-get update -qq && apt-get install -y -qq redis-server >/dev/null) \
+		|| { echo "Argo CD's tests need Redis: install Debian's redis-server"; exit 1; }
 
 # istioctl, for the tests that run its analyzers (a long build the first time; cached)
 istioctl: venv

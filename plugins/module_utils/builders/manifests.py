@@ -1118,11 +1118,14 @@ def platform_namespaces_pass(state):
 
 
 def ownership_pass(state):
-    """Plain objects for GitOps (render), or the apply-time ownership markers and aggregated rules."""
+    """Aggregated ClusterRoles without their rules (a GitOps engine that applied upstream's empty
+    rules would fight the aggregation controller too: Argo CD reports them OutOfSync for ever), then
+    plain objects for GitOps (render), or the apply-time ownership markers."""
+    objs = aggregated_rules(state.objs)
     if state.options.get("render"):
-        state.objs = [_plain(obj) for obj in state.objs]
+        state.objs = [_plain(obj) for obj in objs]
     else:
-        state.objs = ownership_policy(aggregated_rules(state.objs), state.options.get("take_over") or ())
+        state.objs = ownership_policy(objs, state.options.get("take_over") or ())
 
 
 # assemble's passes, in order: later passes see what earlier ones did (images are mirrored after
