@@ -279,17 +279,21 @@ class Urllib3Pool(Bench):
         self.pool.close()
 
 
-class Urllib3Orjson(Urllib3Pool):
-    name = "urllib3-orjson"
-    label = "urllib3 HTTPSConnectionPool, orjson"
-    needs = ("urllib3", "orjson")
-    imports = "import ssl, urllib3, orjson"
+class OrjsonCodec:  # pylint: disable=too-few-public-methods
+    """Mixed in before a client class: orjson encodes and decodes in its place."""
 
     def __init__(self, cfg, namespace, concurrency):
         super().__init__(cfg, namespace, concurrency)
         import orjson
         self.encode = orjson.dumps
         self.decode = orjson.loads
+
+
+class Urllib3Orjson(OrjsonCodec, Urllib3Pool):
+    name = "urllib3-orjson"
+    label = "urllib3 HTTPSConnectionPool, orjson"
+    needs = ("urllib3", "orjson")
+    imports = "import ssl, urllib3, orjson"
 
 
 class Urllib3Spaced(Urllib3Pool):
@@ -434,17 +438,11 @@ class PycurlH2(Pycurl):
     http2 = True
 
 
-class PycurlOrjson(Pycurl):
+class PycurlOrjson(OrjsonCodec, Pycurl):
     name = "pycurl-orjson"
     label = "pycurl reused Curl handle HTTP/1.1, orjson"
     needs = ("pycurl", "orjson")
     imports = "import pycurl, orjson"
-
-    def __init__(self, cfg, namespace, concurrency):
-        super().__init__(cfg, namespace, concurrency)
-        import orjson
-        self.encode = orjson.dumps
-        self.decode = orjson.loads
 
 
 class Stdlib(Bench):
@@ -542,7 +540,7 @@ class Workers:
     thread (a Curl handle, a connection) serves every phase, as it would in a long-running process."""
 
     def __init__(self, threads):
-        self.jobs = [queue.Queue() for _ in range(threads)]
+        self.jobs = [queue.Queue() for _unused in range(threads)]
         self.done = queue.Queue()
         self.threads = [threading.Thread(target=self._work, args=(jobs,), daemon=True) for jobs in self.jobs]
         for thread in self.threads:
@@ -568,13 +566,13 @@ class Workers:
         for index, jobs in enumerate(self.jobs):
             jobs.put((op, items[index::count]))
         try:
-            results = [self.done.get(timeout=PHASE_TIMEOUT) for _ in range(count)]
+            results = [self.done.get(timeout=PHASE_TIMEOUT) for _unused in range(count)]
         except queue.Empty:
             raise RequestError("the threads did not finish in %d s" % PHASE_TIMEOUT) from None
-        errors = sorted(set("%s: %s" % (type(e).__name__, e) for _, e in results if e is not None))
+        errors = sorted(set("%s: %s" % (type(e).__name__, e) for _result, e in results if e is not None))
         if errors:
             raise RequestError("%d of %d threads failed: %s" % (
-                sum(1 for _, e in results if e is not None), count, " | ".join(errors)))
+                sum(1 for _result, e in results if e is not None), count, " | ".join(errors)))
         return results[-1][0]
 
     def close(self):
@@ -659,7 +657,7 @@ def import_cost(statement, runs, before="", python=None):
     """(CPU ms, wall ms) of `statement` in a fresh interpreter that has run `before` (not timed),
     the median of `runs`; or the error."""
     cpus, walls = [], []
-    for _ in range(runs):
+    for _unused in range(runs):
         probe = IMPORT_PROBE % (str(COLLECTIONS), before, statement)
         proc = subprocess.run([python or sys.executable, "-c", probe],
                               capture_output=True, text=True, check=False, cwd=str(ROOT))
@@ -711,7 +709,7 @@ def request_table(summary, order):
     head = TABLE_HEAD % ("client", "thr", "protocol", "apply", "get", "no-op", "mean", "x prj", "sys", "apply",
                          "get", "no-op", "x prj", "apply", "get", "x prj", "spread")
     lines = [groups, head, "-" * len(head)]
-    for threads in sorted(set(t for _, t in summary)):
+    for threads in sorted(set(t for _client, t in summary)):
         base = summary.get(("project", threads))
         for name in order:
             row = summary.get((name, threads))
@@ -776,9 +774,9 @@ def codec_costs(body, answers, loops=2000, repeats=5):
         found = []
         for func, arg in ((encode, body), (decode, apply_answer), (decode, get_answer)):
             best = None
-            for _ in range(repeats):
+            for _unused in range(repeats):
                 started = time.process_time()
-                for _ in range(loops):
+                for _unused in range(loops):
                     func(arg)
                 took = (time.process_time() - started) / loops * 1e6
                 best = took if best is None else min(best, took)
@@ -801,7 +799,7 @@ def versions():
 # ---------------------------------------------------------------- main
 
 def parse_args(argv):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--requests", type=int, default=2000,
                         help="requests per phase (default 2000; 0: only the import costs)")
     parser.add_argument("--clients", default=",".join(CLIENTS),
@@ -832,8 +830,8 @@ def measure(args, chosen, kubeconfig, log):
                 for threads in ([1, args.threads] if cls.threads and args.threads > 1 else [1]):
                     tag = "%s-r%d-t%d" % (name, round_no, threads)
                     try:
-                        result, protocol, notes, answers = run_client(cls, kubeconfig, admin, NAMESPACE, args.requests,
-                                                             threads, tag)
+                        result, protocol, notes, answers = run_client(
+                            cls, kubeconfig, admin, NAMESPACE, args.requests, threads, tag)
                     except Exception as err:  # pylint: disable=broad-except
                         log("FAILED %s with %d thread(s): %s: %s" % (name, threads, type(err).__name__, err))
                         admin.remove(NAMESPACE, tag)
@@ -926,9 +924,9 @@ def main(argv=None):
                                   % (cost + (sum(cost),))))
         print()
     if args.json:
-        Path(args.json).write_text(json.dumps({"requests": args.requests, "runs": runs, "imports": costs,
-                                                "kubernetes_import": baseline, "codecs": codecs,
-                                                "versions": lib_versions}, indent=2, default=list))
+        doc = {"requests": args.requests, "runs": runs, "imports": costs, "kubernetes_import": baseline,
+               "codecs": codecs, "versions": lib_versions}
+        Path(args.json).write_text(json.dumps(doc, indent=2, default=list))
     return 0
 
 

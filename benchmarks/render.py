@@ -556,10 +556,9 @@ def table(rows):
     out = []
     for weight in dict.fromkeys(r["weight"] for r in rows):
         some = [r for r in rows if r["weight"] == weight]
-        out += ["| render case, %s weight (%d objects, %d CRDs, %.1f MB) | total (s) | %s | load |" % (
-            weight, some[0]["objects"], some[0]["crds"], some[0].get("mb", 0),
-            " | ".join("%s (s)" % k for k in STAGES)),
-                "|---|---:|%s---:|" % ("---:|" * len(STAGES))]
+        head = "| render case, %s weight (%d objects, %d CRDs, %.1f MB) | total (s) | %s | load |" % (
+            weight, some[0]["objects"], some[0]["crds"], some[0].get("mb", 0), " | ".join("%s (s)" % k for k in STAGES))
+        out += [head, "|---|---:|%s---:|" % ("---:|" * len(STAGES))]
         for r in some:
             if "error" in r:
                 failed = r["error"].splitlines()[0][:200]

@@ -407,6 +407,8 @@ def main(argv=None):
     parser.add_argument("--no-operator", action="store_true", help="skip the operator's latency and RSS")
     parser.add_argument("--no-clusters", action="store_true", help="skip the run time across clusters")
     parser.add_argument("--no-render", action="store_true", help="skip the render case (benchmarks/render.py)")
+    parser.add_argument("--no-fleet", action="store_true",
+                        help="skip the fleet: Argo CD beside ansible-playbook forks (benchmarks/fleet_bench.py)")
     parser.add_argument("--only-render", action="store_true",
                         help="only the render case: no profile sizes, operator or clusters")
     parser.add_argument("--render-weights", default=",".join(render.WEIGHTS),
@@ -423,7 +425,7 @@ def main(argv=None):
     if any(w not in render.WEIGHTS for w in weights):
         raise SystemExit("unknown render weights %s; known: %s" % (args.render_weights, ", ".join(render.WEIGHTS)))
     if args.only_render:
-        pairs, args.no_operator, args.no_clusters, args.no_render = [], True, True, False
+        pairs, args.no_operator, args.no_clusters, args.no_render, args.no_fleet = [], True, True, False, True
     profile = dict(profile, **dict((k, getattr(args, k)) for k in SETTINGS if getattr(args, k) is not None))
     if args.clusters:
         profile["clusters"] = [int(c) for c in args.clusters.split(",")]
@@ -456,6 +458,9 @@ def main(argv=None):
             print(json.dumps({"operator": doc["operator"]}), flush=True)
         if not args.no_clusters:
             doc["clusters"] = clusters(profile["clusters"], profile["clusters_n"], workdir)
+        if not args.no_fleet:
+            import fleet_bench
+            doc["fleet"] = fleet_bench.run(workdir, profile["clusters"])
     doc["targets"] = [{"target": t, "measured": m, "verdict": v}
                       for t, m, v in targets(doc["rows"], doc.get("operator"), doc.get("render"), doc["repeats"])]
     doc["load1_end"] = round(os.getloadavg()[0], 2)
@@ -469,6 +474,9 @@ def main(argv=None):
         print(clusters_table(doc["clusters"]) + "\n")
     if doc.get("render"):
         print(render.table(doc["render"]) + "\n")
+    if doc.get("fleet"):
+        import fleet_bench
+        print(fleet_bench.table(doc["fleet"]) + "\n")
     for row in doc["rows"]:
         if row.get("noop_breakdown") and row["n"] == max(r["n"] for r in doc["rows"] if r["method"] == row["method"]):
             print("where the no-op re-run's %.1f s go (%s, N=%d):" % (row["noop_s"], row["method"], row["n"]))

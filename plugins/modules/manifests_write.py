@@ -36,8 +36,8 @@ options:
   instance:
     description:
       - The kfocp instance the objects are labelled as (C(kfocp.io/instance)). Give the GitOps
-        render an instance of its own: an operator or playbook run with the same instance would
-        prune the objects as its own.
+        render an instance of its own, since an operator or playbook run with the same instance
+        would prune the objects as its own.
     type: str
   set:
     description: The set the objects are labelled as (C(kfocp.io/set)), with O(instance).

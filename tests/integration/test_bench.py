@@ -11,7 +11,7 @@ from helpers import ROOT
 def test_the_benchmark_harness_runs_at_a_tiny_size(tmp_path):
     methods = "k8s-loop,k8s-list,kfocp-apply,kfocp-roles,limit,limit-roles"
     cmd = [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--sizes", "3", "--methods", methods,
-           "--case2-repeats", "1", "--no-operator", "--no-clusters", "--no-render", "--out", str(tmp_path)]
+           "--case2-repeats", "1", "--no-operator", "--no-clusters", "--no-render", "--no-fleet", "--out", str(tmp_path)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1200, cwd=ROOT, check=False)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     doc = json.loads(next(tmp_path.glob("bench-*.json")).read_text())

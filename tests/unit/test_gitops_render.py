@@ -11,8 +11,8 @@ from ansible_collections.kfocp.kubeflow.plugins.module_utils.objects import Defi
 CRD = {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": "a.b.c"}}
 NS = {"apiVersion": "v1", "kind": "Namespace",
       "metadata": {"name": "kubeflow", "annotations": {o.OWNERSHIP: o.ENSURE, o.SET_OVERRIDE: o.NAMESPACES_SET}}}
-CM = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "kubeflow",
-                                                              "labels": {"app": "x"}}}
+CM = {"apiVersion": "v1", "kind": "ConfigMap",
+      "metadata": {"name": "c", "namespace": "kubeflow", "labels": {"app": "x"}}}
 HOOK = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
         "metadata": {"name": "h"}}
 
@@ -41,8 +41,8 @@ def test_without_an_instance_nothing_is_labelled_and_a_second_write_changes_noth
 
 
 def test_an_object_kfocp_only_patches_cannot_be_written_for_gitops(tmp_path):
-    shared = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a",
-                                                                     "annotations": {o.OWNERSHIP: o.SHARED}}}
+    shared = {"apiVersion": "v1", "kind": "Namespace",
+              "metadata": {"name": "team-a", "annotations": {o.OWNERSHIP: o.SHARED}}}
     with pytest.raises(kustomize.SourceError, match="only patches"):
         kustomize.write(str(tmp_path), [shared])
     assert not list(tmp_path.iterdir())
