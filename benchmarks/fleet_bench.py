@@ -129,8 +129,8 @@ def table(rows):
     for count in sorted(set(r["clusters"] for r in rows)):
         forks = next((r for r in rows if r["clusters"] == count and r["method"] == "forks"), {})
         argo = next((r for r in rows if r["clusters"] == count and r["method"] == "argocd"), {})
-        cells = [forks.get("converge_s", "-")] + [argo.get(k, "-") for k in
-                                                   ("render_s", "synced_s", "healthy_s", "argocd_rss_mib")]
+        keys = ("render_s", "synced_s", "healthy_s", "argocd_rss_mib")
+        cells = [forks.get("converge_s", "-")] + [argo.get(k, "-") for k in keys]
         out.append("| %d | %s |" % (count, " | ".join(str(c) for c in cells)))
     return "\n".join(out)
 
