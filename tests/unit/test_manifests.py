@@ -645,6 +645,17 @@ def test_aggregated_clusterroles_are_applied_without_rules():
     assert render["kubeflow-admin"]["aggregationRule"] and "rules" not in render["kubeflow-admin"]
 
 
+def test_the_render_gives_no_namespace_to_what_its_crds_make_cluster_scoped():
+    """kustomize gives upstream's ClusterServingRuntime a namespace; the API server ignores it, and
+    the render, whose CRD says the kind is cluster-scoped, leaves it out."""
+    objs = m.assemble(rendered_fixture(), {"render": True})["objects"]
+    crd = next(o for o in objs if o["metadata"]["name"] == "clusterservingruntimes.serving.kserve.io")
+    assert crd["spec"]["scope"] == "Cluster"
+    runtime = next(o for o in objs if o["kind"] == "ClusterServingRuntime")
+    assert "namespace" not in runtime["metadata"]
+    assert all(o["metadata"].get("namespace") for o in objs if o["kind"] in ("Deployment", "ServiceAccount"))
+
+
 def test_assemble_property_input_untouched_and_deterministic():
     rendered = rendered_fixture()
     before = copy.deepcopy(rendered)

@@ -1123,7 +1123,8 @@ def ownership_pass(state):
     plain objects for GitOps (render), or the apply-time ownership markers."""
     objs = aggregated_rules(state.objs)
     if state.options.get("render"):
-        state.objs = [_plain(obj) for obj in objs]
+        cluster = _cluster_scoped(objs)
+        state.objs = [_plain(obj, cluster) for obj in objs]
     else:
         state.objs = ownership_policy(objs, state.options.get("take_over") or ())
 
@@ -1167,9 +1168,19 @@ def _label(obj, component):
     return obj
 
 
-def _plain(obj):
-    """The object without kfocp's apply-time markers, for a GitOps repository."""
+def _cluster_scoped(objs):
+    """The (group, kind) pairs that the render's own CRDs make cluster-scoped."""
+    return set((crd["spec"].get("group"), (crd["spec"].get("names") or {}).get("kind")) for crd in objs
+               if crd.get("kind") == "CustomResourceDefinition" and (crd.get("spec") or {}).get("scope") == "Cluster")
+
+
+def _plain(obj, cluster_scoped=()):
+    """The object without kfocp's apply-time markers, for a GitOps repository; an object of a
+    cluster-scoped kind (`cluster_scoped`: (group, kind) pairs) without the namespace kustomize gave
+    it (kustomize gives one to every kind it does not know)."""
     obj = copy.deepcopy(obj)
+    if (str(obj.get("apiVersion", "")).rpartition("/")[0], obj.get("kind")) in cluster_scoped:
+        obj["metadata"].pop("namespace", None)
     annotations = (obj.get("metadata") or {}).get("annotations")
     if annotations:
         for key in ("kfocp.io/ownership", "kfocp.io/set"):
