@@ -189,8 +189,10 @@ def test_ownership_pass_marks_crds_and_drops_aggregated_rules_or_renders_plain_o
     assert out["xs.example.com"]["metadata"]["annotations"] == {"kfocp.io/ownership": "ensure"}
     assert out["nb"]["metadata"]["annotations"] == {"kfocp.io/adopt": "true"}
     assert "rules" not in out["kubeflow-view"]
+    # the render, too, leaves the aggregated rules to the aggregation controller (with upstream's
+    # `rules: []` a real Argo CD reports them OutOfSync for ever: tests/integration/test_fleet.py)
     plain = by_name(run(m.ownership_pass, OBJECTS, {"render": True}).objs)
-    assert "annotations" not in plain["xs.example.com"]["metadata"] and plain["kubeflow-view"]["rules"] == []
+    assert "annotations" not in plain["xs.example.com"]["metadata"] and "rules" not in plain["kubeflow-view"]
 
 
 def test_assemble_runs_the_passes_it_is_given_in_their_order():
