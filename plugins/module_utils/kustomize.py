@@ -395,12 +395,7 @@ def for_gitops(obj, instance=None, set_name=None):
     annotations[SYNC_WAVE] = _WAVES[phase(obj.get("kind") or "")]
     meta["annotations"] = annotations
     if instance:
-        labels = meta["labels"] = dict(meta.get("labels") or {})
-        labels[o.MANAGED_BY] = o.MANAGER
-        labels.setdefault(o.PART_OF, o.MANAGER)
-        labels[o.INSTANCE] = instance
-        if set_name:
-            labels[o.SET] = set_name
+        meta["labels"] = o.owner_labels(dict(meta.get("labels") or {}), instance, set_name)
     return obj
 
 

@@ -172,17 +172,24 @@ def prepare(obj, instance, set_name):
     if shared:
         labels[PATCHED_PREFIX + instance] = "true"
     else:
-        labels[MANAGED_BY] = MANAGER
-        labels.setdefault(PART_OF, MANAGER)
-        labels[INSTANCE] = instance
-        if set_name:
-            labels[SET] = set_name
+        owner_labels(labels, instance, set_name)
     meta["labels"] = labels
     for key in [k for k in annotations if k.startswith(HASH)]:
         annotations.pop(key)
     meta["annotations"] = annotations
     annotations[hash_key(applier) if applier else HASH] = config_hash(obj)
     return obj, mode
+
+
+def owner_labels(labels, instance, set_name=None):
+    """Give `labels` (a dict, changed in place) the labels that make an object kfocp's: managed by
+    kfocp, of `instance` and, when given, of the set `set_name`."""
+    labels[MANAGED_BY] = MANAGER
+    labels.setdefault(PART_OF, MANAGER)
+    labels[INSTANCE] = instance
+    if set_name:
+        labels[SET] = set_name
+    return labels
 
 
 def applying_set(obj, mode, set_name, instance):
