@@ -210,7 +210,7 @@ class Bench:
 
 class Project(Bench):
     name = "project"
-    label = "project Client (RESTClientObject urllib3 PoolManager, json)"
+    label = "project Client (transport.py: http.client keep-alive pool, json)"
     needs = (CLIENT_MODULE,)
     imports = "from %s import Client, configuration, auth_from" % CLIENT_MODULE
 

@@ -9,9 +9,8 @@ import threading
 import time
 from urllib.parse import urlencode
 
-import urllib3
-
-from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import KubeError, Resource
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import KubeError, Resource, lines
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.transport import TransportError
 
 from kfocp_operator import API_VERSION, KIND, PLURAL
 
@@ -34,22 +33,14 @@ def key_of(obj):
     return (meta.get("namespace") or "", meta.get("name"))
 
 
-def _headers(client):
-    headers = {"Accept": "application/json", "User-Agent": "kfocp-operator"}
-    token = client.cfg.get_api_key_with_prefix("authorization") if client.cfg.api_key else None
-    if token:
-        headers["Authorization"] = token
-    return headers
-
-
 def api_reachable(client, timeout=3):
     """(True, None) when the API server answers GET /version now; else (False, why). The probe
     goes around the client's retries: it says how things are, not whether they can be made to work."""
     try:
-        resp = client.pool.request("GET", client.host + "/version", headers=_headers(client), retries=False,
-                                   timeout=urllib3.Timeout(connect=timeout, read=timeout))
-    except urllib3.exceptions.HTTPError as err:
-        return False, "the API server %s does not answer: %s" % (client.host, getattr(err, "reason", None) or err)
+        resp = client.stream("/version", read_timeout=timeout, connect_timeout=timeout)
+        resp.close()
+    except TransportError as err:
+        return False, "the API server %s does not answer: %s" % (client.host, err)
     if resp.status >= 500:
         return False, "the API server %s answers %d" % (client.host, resp.status)
     return True, None
@@ -93,14 +84,12 @@ def watch(client, res, resource_version, namespace=None, label_selector=None, ti
           idle=None, opened=None):
     """Yield (type, object) from one WATCH request until the server closes it or `stop` is set.
     Bookmarks are yielded too (type BOOKMARK): they carry the resourceVersion to resume from.
-    Raises Gone on 410, urllib3's ReadTimeoutError when nothing arrived for `idle` seconds."""
+    Raises Gone on 410, transport.TransportError when nothing arrived for `idle` seconds."""
     query = {"watch": "1", "resourceVersion": resource_version, "allowWatchBookmarks": "true",
              "timeoutSeconds": str(int(timeout))}
     if label_selector:
         query["labelSelector"] = label_selector
-    url = client.host + client.path(res, namespace) + "?" + urlencode(query)
-    resp = client.pool.request("GET", url, headers=_headers(client), preload_content=False, retries=False,
-                               timeout=urllib3.Timeout(connect=10, read=idle or timeout + IDLE_MARGIN))
+    resp = client.stream(client.path(res, namespace) + "?" + urlencode(query), read_timeout=idle or timeout + IDLE_MARGIN)
     try:
         if resp.status != 200:
             body = resp.read()
@@ -109,23 +98,17 @@ def watch(client, res, resource_version, namespace=None, label_selector=None, ti
             raise KubeError("WATCH %s: %d %s" % (client.path(res, namespace), resp.status, body[:300]), resp.status)
         if opened is not None:
             opened()
-        buffer = b""
-        for chunk in resp.stream(8192):
-            buffer += chunk
-            while b"\n" in buffer:
-                line, buffer = buffer.split(b"\n", 1)
-                if not line.strip():
-                    continue
-                event = json.loads(line)
-                if event.get("type") == "ERROR":
-                    if (event.get("object") or {}).get("code") == 410:
-                        raise Gone()
-                    raise KubeError("WATCH %s: %s" % (res.plural, (event.get("object") or {}).get("message")))
-                yield event["type"], event["object"]
+        for line in lines(resp.chunks(8192)):
+            event = json.loads(line)
+            if event.get("type") == "ERROR":
+                if (event.get("object") or {}).get("code") == 410:
+                    raise Gone()
+                raise KubeError("WATCH %s: %s" % (res.plural, (event.get("object") or {}).get("message")))
+            yield event["type"], event["object"]
             if stop is not None and stop.is_set():
                 return
     finally:
-        resp.release_conn()
+        resp.close()
 
 
 class Informer(threading.Thread):
@@ -246,11 +229,10 @@ class Informer(threading.Thread):
                 LOG.info("watch of %s: resourceVersion %s expired (410 Gone); listing again",
                          self.res.plural, self.version)
                 self.version = None
-            except (KubeError, urllib3.exceptions.HTTPError, OSError, ValueError) as err:
+            except (KubeError, TransportError, OSError, ValueError) as err:
                 self.errors += 1
                 self.failing += 1
-                if isinstance(err, (KubeError, ValueError)) and not isinstance(err, urllib3.exceptions.HTTPError) \
-                        and getattr(err, "status", None) != 429:
+                if isinstance(err, (KubeError, ValueError)) and getattr(err, "status", None) != 429:
                     # the server refused the watch, or sent nonsense: start from a list. A 429 asks
                     # to come back later ("storage is (re)initializing": a restarted API server's
                     # watch cache is filling): the version is still good, as after a dropped

@@ -1,8 +1,8 @@
 # -*- coding: utf-8 -*-
 # Copyright: kfocp contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Connection to the Kubernetes API: configuration, a pooled HTTP transport with bounded
-retries, and discovery done once per client.
+"""Connection to the Kubernetes API: configuration, requests with bounded retries over pooled
+keep-alive connections (transport.py), and discovery done once per client.
 
 Auth comes from the `kubernetes` Python client's config loaders (kubeconfig, exec plugins,
 in-cluster service account), so every way kubernetes.core connects works here too.
@@ -18,11 +18,11 @@ import threading
 import time
 from collections import namedtuple
 
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.transport import TransportError, pool as transport_pool
+
 try:
-    import urllib3
     from kubernetes import client as k8s_client
     from kubernetes import config as k8s_config
-    from kubernetes.client.rest import RESTClientObject
     from kubernetes.config.config_exception import ConfigException
     HAS_K8S = True
     K8S_IMPORT_ERROR = None
@@ -143,15 +143,13 @@ class Client:
     """A thread-safe Kubernetes REST client with retries and cached discovery."""
 
     def __init__(self, cfg, pool_size=32, retries=6, backoff=0.2, max_backoff=5.0, timeout=60):
-        cfg.connection_pool_maxsize = pool_size
-        cfg.retries = False
         self.cfg = cfg
         self.host = cfg.host.rstrip("/")
-        self.pool = RESTClientObject(cfg).pool_manager
+        self.pool = transport_pool(cfg, pool_size)
         self.retries = retries
         self.backoff = backoff
         self.max_backoff = max_backoff
-        self.timeout = urllib3.Timeout(connect=10, read=timeout)
+        self.timeout = (10, timeout)  # seconds to connect, and to wait for the answer
         self._resources = None
         self._discovered_at = 0.0
         self._lock = threading.Lock()
@@ -185,9 +183,7 @@ class Client:
         the server's message. While the server is known to be down (`unreachable`), a request
         makes one attempt instead of a whole retry sequence; the first answer clears it.
         """
-        url = self.host + path
-        if query:
-            url += "?" + "&".join("%s=%s" % (k, _quote(v)) for k, v in query.items() if v is not None)
+        url = path + _query(query)
         # UTF-8 as it is, not \u escapes: the apply-patch+yaml decoder refuses the surrogate pairs
         # that escaping gives a character outside the Basic Multilingual Plane
         data = None if body is None else json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
@@ -199,13 +195,12 @@ class Client:
             attempt += 1
             self.requests += 1
             try:
-                resp = self.pool.request(method, url, body=data, timeout=self.timeout, retries=False,
+                resp = self.pool.request(method, url, body=data, timeouts=self.timeout, resend=idempotent,
                                          headers=self._headers(accept, content_type if data is not None else None))
-            except urllib3.exceptions.HTTPError as err:
-                sent = not isinstance(err, (urllib3.exceptions.NewConnectionError,
-                                            urllib3.exceptions.ConnectTimeoutError))
+            except TransportError as err:
+                sent = err.sent
                 message = ("the API server %s did not answer after %d attempts in %.1fs: %s"
-                           % (self.host, attempt, time.monotonic() - started, _root(err)))
+                           % (self.host, attempt, time.monotonic() - started, err))
                 if attempt > retries:
                     self.unreachable = message
                     raise KubeError(message)
@@ -216,7 +211,7 @@ class Client:
                     if found is not False:
                         if found is None:
                             raise KubeError("%s %s: the connection failed after the request was sent (%s); "
-                                            "not repeated, as it may have been processed" % (method, path, _root(err)))
+                                            "not repeated, as it may have been processed" % (method, path, err))
                         return found
                 self._sleep(attempt, None)
                 continue
@@ -257,9 +252,9 @@ class Client:
         if not name:
             return None
         try:
-            resp = self.pool.request("GET", self.host + path.split("?")[0] + "/" + _quote(name), timeout=self.timeout,
-                                     retries=False, headers=self._headers("application/json", None))
-        except urllib3.exceptions.HTTPError:
+            resp = self.pool.request("GET", path.split("?")[0] + "/" + _quote(name), timeouts=self.timeout,
+                                     resend=True, headers=self._headers("application/json", None))
+        except TransportError:
             return None
         if resp.status == 404:
             return False
@@ -347,32 +342,40 @@ class Client:
         most `timeout` seconds (the server ends the stream then). A failed request raises KubeError."""
         query = {"watch": "1", "resourceVersion": resource_version, "labelSelector": label_selector,
                  "timeoutSeconds": str(max(1, int(timeout))), "allowWatchBookmarks": "true"}
-        url = self.host + self.path(res) + "?" + "&".join(
-            "%s=%s" % (k, _quote(v)) for k, v in query.items() if v is not None)
         self.requests += 1
         try:
-            resp = self.pool.request("GET", url, preload_content=False, retries=False,
-                                     timeout=urllib3.Timeout(connect=10, read=max(1, int(timeout)) + 10),
-                                     headers=self._headers("application/json", None))
-        except urllib3.exceptions.HTTPError as err:
-            raise KubeError("watch of %s failed: %s" % (res.plural, _root(err)))
+            resp = self.stream(self.path(res) + _query(query), read_timeout=max(1, int(timeout)) + 10)
+        except TransportError as err:
+            raise KubeError("watch of %s failed: %s" % (res.plural, err))
         try:
             if resp.status >= 300:
                 body = _decode(resp.read())
                 raise KubeError("watch of %s: %d %s" % (res.plural, resp.status, body.get("message", "")),
                                 resp.status, body)
-            pending = b""
-            for chunk in resp.stream(65536):
-                pending += chunk
-                while b"\n" in pending:
-                    line, pending = pending.split(b"\n", 1)
-                    if line.strip():
-                        event = json.loads(line)
-                        yield event.get("type"), event.get("object") or {}
-        except urllib3.exceptions.HTTPError as err:
-            raise KubeError("watch of %s failed: %s" % (res.plural, _root(err)))
+            for line in lines(resp.chunks()):
+                event = json.loads(line)
+                yield event.get("type"), event.get("object") or {}
+        except TransportError as err:
+            raise KubeError("watch of %s failed: %s" % (res.plural, err))
         finally:
-            resp.release_conn()
+            resp.close()
+
+    def stream(self, path, read_timeout, accept="application/json", connect_timeout=10):
+        """GET `path` (with its query) once, without retries, its answer read as it arrives: a
+        transport.Stream, to close when done. Raises transport.TransportError."""
+        return self.pool.stream("GET", path, headers=self._headers(accept, None),
+                                timeouts=(connect_timeout, read_timeout))
+
+
+def lines(chunks):
+    """The non-empty lines of a stream of byte chunks (a watch's events)."""
+    pending = b""
+    for chunk in chunks:
+        pending += chunk
+        while b"\n" in pending:
+            line, pending = pending.split(b"\n", 1)
+            if line.strip():
+                yield line
 
 
 # Methods a repeat cannot duplicate. PATCH is too, except a JSON patch (its "add" to a list
@@ -382,6 +385,12 @@ IDEMPOTENT = ("GET", "HEAD", "OPTIONS", "PUT", "DELETE", "PATCH")
 
 def _idempotent(method, content_type):
     return method in IDEMPOTENT and not (method == "PATCH" and content_type == "application/json-patch+json")
+
+
+def _query(query):
+    """`?k=v&...` of the query's set values, or "" when none is."""
+    pairs = ["%s=%s" % (k, _quote(v)) for k, v in (query or {}).items() if v is not None]
+    return "?" + "&".join(pairs) if pairs else ""
 
 
 def _quote(value):
@@ -397,11 +406,6 @@ def _decode(data):
         return json.loads(data)
     except (ValueError, TypeError):
         return {}
-
-
-def _root(err):
-    reason = getattr(err, "reason", None)
-    return str(reason or err)
 
 
 def _aggregated_resources(doc):
