@@ -29,6 +29,8 @@ from urllib.parse import urlsplit
 # that is safe to repeat is then sent again on a new connection; any other is not (the server may
 # have read it before closing), and fails as sent.
 STALE = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError, ConnectionAbortedError)
+# What http.client raises when a connection fails.
+NO_ANSWER = (OSError, http.client.HTTPException)
 
 
 class TransportError(Exception):
@@ -59,21 +61,15 @@ class Stream:
         self.headers = resp.headers
 
     def read(self):
-        return self._guard(self._resp.read)
+        return _sent(NO_ANSWER, self._resp.read)
 
     def chunks(self, size=65536):
         """The body, in pieces of at most `size` bytes as they arrive."""
         while True:
-            chunk = self._guard(self._resp.read1, size)
+            chunk = _sent(NO_ANSWER, self._resp.read1, size)
             if not chunk:
                 return
             yield chunk
-
-    def _guard(self, func, *args):
-        try:
-            return func(*args)
-        except (OSError, http.client.HTTPException) as err:
-            raise TransportError(_why(err), sent=True)
 
     def close(self):
         self._conn.close()
@@ -131,7 +127,7 @@ class Pool:
             conn = http.client.HTTPConnection(self.address[0], self.address[1], timeout=connect_timeout)
         try:
             conn.connect()
-        except (OSError, http.client.HTTPException) as err:
+        except NO_ANSWER as err:
             conn.close()
             raise TransportError(_why(err), sent=False)
         return conn
@@ -165,7 +161,7 @@ class Pool:
                 conn.sock.settimeout(read_timeout)
                 conn.request(method, self.prefix + path, body=body, headers=headers)
                 return conn, conn.getresponse()
-            except (OSError, http.client.HTTPException) as err:
+            except NO_ANSWER as err:
                 conn.close()
                 if not (resend and reused and isinstance(err, STALE)):
                     raise TransportError(_why(err), sent=True)
@@ -176,7 +172,7 @@ class Pool:
         conn, resp = self._send(method, path, body, headers or {}, timeouts, resend)
         try:
             data = resp.read()
-        except (OSError, http.client.HTTPException) as err:
+        except NO_ANSWER as err:
             conn.close()
             raise TransportError(_why(err), sent=True)
         if resp.will_close:
@@ -193,7 +189,7 @@ class Pool:
             conn.sock.settimeout(timeouts[1])
             conn.request(method, self.prefix + path, headers=headers or {})
             return Stream(conn, conn.getresponse())
-        except (OSError, http.client.HTTPException) as err:
+        except NO_ANSWER as err:
             conn.close()
             raise TransportError(_why(err), sent=True)
 
@@ -243,23 +239,17 @@ class _ProxiedStream:
         self.headers = resp.headers
 
     def read(self):
-        return self._guard(lambda: self._resp.read())
+        import urllib3
+        return _sent(urllib3.exceptions.HTTPError, self._resp.read)
 
     def chunks(self, size=65536):
+        import urllib3
         iterator = self._resp.stream(size)
         while True:
-            chunk = self._guard(lambda: next(iterator, b""))
+            chunk = _sent(urllib3.exceptions.HTTPError, next, iterator, b"")
             if not chunk:
                 return
             yield chunk
-
-    @staticmethod
-    def _guard(func):
-        import urllib3
-        try:
-            return func()
-        except urllib3.exceptions.HTTPError as err:
-            raise TransportError(_why(err), sent=True)
 
     def close(self):
         self._resp.release_conn()
@@ -275,6 +265,14 @@ def pool(cfg, size=32):
     tls = urlsplit(cfg.host).scheme == "https"
     name = getattr(cfg, "tls_server_name", None) or (cfg.assert_hostname if isinstance(cfg.assert_hostname, str) else None)
     return Pool(cfg.host, ssl_context(cfg) if tls else None, server_hostname=name, size=size)
+
+
+def _sent(errors, func, *args):
+    """func(*args), its `errors` raised as a TransportError of a request that was sent."""
+    try:
+        return func(*args)
+    except errors as err:
+        raise TransportError(_why(err), sent=True)
 
 
 def _closed_by_peer(sock):

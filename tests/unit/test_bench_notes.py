@@ -76,13 +76,25 @@ def test_the_converge_note_gives_the_least_time_its_cpu_seconds_need(monkeypatch
     assert "busy 84% against 92%" in note
 
 
-def test_a_floor_above_the_target_is_said_so():
+def test_the_burst_p50_is_a_ratio_to_the_floor_of_the_same_run():
     burst = {"count": 200, "p50": 0.664, "p95": 0.96, "p99": 0.98, "limit_s": 0.605}
-    measured = dict((t, m) for t, m, _v in run.targets([], {"burst": burst}))["operator reaction to a burst p50 < 250 ms"]
-    assert "the first half of them take about 302 ms, more than the target alone" in measured
-    burst["limit_s"] = 0.4
-    measured = dict((t, m) for t, m, _v in run.targets([], {"burst": burst}))["operator reaction to a burst p50 < 250 ms"]
-    assert "take about 200 ms" in measured and "target alone" not in measured
+    verdicts = dict((t, (m, v)) for t, m, v in run.targets([], {"burst": burst}))
+    measured, met = verdicts[run.BURST_P50_NAME]
+    assert measured.startswith("2.20x (p50 664 ms, 200 namespaces;") and "first half of them take about 302 ms" in measured
+    assert met == "MISSED"
+    burst["limit_s"] = 1.1  # floor 550 ms: 664 ms is 1.21x of it
+    measured, met = dict((t, (m, v)) for t, m, v in run.targets([], {"burst": burst}))[run.BURST_P50_NAME]
+    assert measured.startswith("1.21x") and met == "MET"
+    burst["limit_s"] = None
+    measured, met = dict((t, (m, v)) for t, m, v in run.targets([], {"burst": burst}))[run.BURST_P50_NAME]
+    assert "no floor measured" in measured and met == "not measured"
+
+
+def test_the_rss_target_is_100_mib_watching_2000():
+    verdicts = dict((t, v) for t, _m, v in run.targets([], {"watch": {"rss_mib": 101, "namespaces": 2000}}))
+    assert verdicts[run.RSS_NAME] == "MISSED" and run.RSS_NAME == "operator RSS <= 100 MiB at 2000 namespaces"
+    verdicts = dict((t, v) for t, _m, v in run.targets([], {"watch": {"rss_mib": 99, "namespaces": 2000}}))
+    assert verdicts[run.RSS_NAME] == "MET"
 
 
 def test_the_no_op_note_says_when_ansible_alone_is_over_the_target():

@@ -96,7 +96,12 @@ def test_a_server_url_with_a_path_prefixes_every_request(plain):
 
 def test_threads_get_connections_of_their_own_and_give_them_back(plain):
     client = Client(_cfg("http://127.0.0.1:%d" % plain.port), pool_size=4)
-    threads = [threading.Thread(target=lambda: [client.request("GET", "/api") for _ in range(25)]) for _ in range(8)]
+
+    def run():
+        for _request in range(25):
+            client.request("GET", "/api")
+
+    threads = [threading.Thread(target=run) for _thread in range(8)]
     for thread in threads:
         thread.start()
     for thread in threads:
