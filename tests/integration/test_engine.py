@@ -7,6 +7,7 @@ import pytest
 
 from ansible_collections.kfocp.kubeflow.plugins.module_utils import objects as o
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.common import namespace
+from ansible_collections.kfocp.kubeflow.plugins.module_utils import transport
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import Client
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.engine import ApplyError, Engine
 
@@ -337,15 +338,16 @@ def test_a_client_that_saw_an_outage_applies_once_the_server_answers_and_fails_w
     from cluster import free_port
     client = Client.from_params({"kubeconfig": str(control_plane.kubeconfig)}, retries=1, backoff=0.01)
     client.resources()
-    server = client.host
-    client.host = "https://127.0.0.1:%d" % free_port()  # the API server is down
+    server = client.pool
+    down = "https://127.0.0.1:%d" % free_port()  # the API server is down
+    client.pool = transport.Pool(down, server.context, server.server_hostname)
     with pytest.raises(Exception, match="did not answer"):
         client.request("GET", "/version")
     assert client.unreachable
     with pytest.raises(ApplyError, match="did not answer"):
         Engine(client, instance=instance, set_name="test").apply([ns(instance), cm("a", instance, x="1")])
     assert client.unreachable
-    client.host = server  # it is back
+    client.pool = server  # it is back
     result = Engine(client, instance=instance, set_name="test").apply([ns(instance), cm("a", instance, x="1")])
     assert result.counts()["created"] == 2, result.counts()
     assert client.unreachable is None
