@@ -7,7 +7,7 @@ library's http.client.
 A request takes an idle connection (or opens one) and gives it back once its answer is read, so
 a run of requests costs one TLS handshake per thread, not one per request. It is the transport of
 the collection's Client: measured against urllib3's pool on a real kube-apiserver
-(benchmarks/client_cpu.py), it takes about 0.6 times the CPU a request, with no dependency.
+(benchmarks/client_cpu.py), it takes about 0.66 times the CPU a request, with no dependency.
 
 Its TLS settings are the ones the `kubernetes` config loaders put in a Configuration: verify_ssl,
 ssl_ca_cert, cert_file and key_file, tls_server_name and assert_hostname. A proxy (proxy, not
