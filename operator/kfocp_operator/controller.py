@@ -7,7 +7,7 @@ import time
 
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import KubeError
 
-from kfocp_operator import FINALIZER, status
+from kfocp_operator import FINALIZER, memory, status
 from kfocp_operator.auth import playbook_env
 from kfocp_operator.config import ConfigError, merge, reconcile_period
 from kfocp_operator.kube import (KUBEFLOWS, Informer, get_kubeflow, now, patch_status, post_event, read_configmap,
@@ -172,6 +172,7 @@ class Controller:
             finally:
                 self.running.discard(key)
                 self.queue.done(key)
+                memory.trim()
             if again:
                 self.queue.add_after(key, again)
 

@@ -25,6 +25,7 @@ from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.namespace_
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.objects import (
     FORCE, INSTANCE, MANAGER, OWNERSHIP, PATCHED_PREFIX, SET, DefinitionError, label_owners, labels_held_by)
 
+from kfocp_operator import memory
 from kfocp_operator.kube import GROUPS, NAMESPACES, USERS, Informer
 from kfocp_operator.spec import _templated
 
@@ -385,6 +386,7 @@ class FastPath:
                 LOG.exception("fast path: a batch failed")
                 failed = set(batch)
             self._settle(batch, failed)
+            memory.trim()  # the batch's reads and writes are garbage now
 
     def _handle(self, batch, instance, policies, profiles, scc_settings):
         """Apply one batch; the keys that failed."""

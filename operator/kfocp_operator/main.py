@@ -11,7 +11,7 @@ import sys
 import threading
 from pathlib import Path
 
-from kfocp_operator import collection
+from kfocp_operator import collection, memory
 
 SA_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 # Seconds a stop signal leaves a running playbook to be cancelled (ansible-runner checks every 5 s)
@@ -46,6 +46,7 @@ def parse(argv=None):
 
 def main(argv=None):
     args = parse(argv)
+    memory.limit_arenas()
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stdout,
                         format="%(asctime)s %(levelname)s %(name)s %(message)s")
     logging.getLogger("ansible-runner").setLevel(logging.WARNING)

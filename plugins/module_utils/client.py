@@ -4,8 +4,11 @@
 """Connection to the Kubernetes API: configuration, requests with bounded retries over pooled
 keep-alive connections (transport.py), and discovery done once per client.
 
-Auth comes from the `kubernetes` Python client's config loaders (kubeconfig, exec plugins,
-in-cluster service account), so every way kubernetes.core connects works here too.
+Auth is read as the `kubernetes` Python client's config loaders read it, so every way
+kubernetes.core connects works here too: the common forms (a pod's service account, a kubeconfig
+with a token or a client certificate) by kfocp's own loader (kubeconfig.py), which spares each
+process importing the `kubernetes` package; the rest (exec plugins, auth providers, proxies, merged
+kubeconfigs) by those loaders.
 """
 from __future__ import absolute_import, division, print_function
 
@@ -18,17 +21,8 @@ import threading
 import time
 from collections import namedtuple
 
+from ansible_collections.kfocp.kubeflow.plugins.module_utils import kubeconfig as own_loader
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.transport import TransportError, pool as transport_pool
-
-try:
-    from kubernetes import client as k8s_client
-    from kubernetes import config as k8s_config
-    from kubernetes.config.config_exception import ConfigException
-    HAS_K8S = True
-    K8S_IMPORT_ERROR = None
-except ImportError as err:  # reported by the module with a clear message
-    HAS_K8S = False
-    K8S_IMPORT_ERROR = err
 
 # Module option -> the environment variables kubernetes.core reads for it, in its order (its
 # module_utils/k8s/client.py _create_auth_spec: K8S_AUTH_<option>, then K8S_AUTH_<client name>),
@@ -102,24 +96,15 @@ def auth_from(params=None, env=None):
 
 
 def configuration(auth):
-    """A kubernetes.client.Configuration from auth options, a kubeconfig, or the pod's service account."""
-    if not HAS_K8S:
-        raise KubeError("the Python package 'kubernetes' is required: %s" % K8S_IMPORT_ERROR)
-    cfg = k8s_client.Configuration()
-    kubeconfig = auth.get("kubeconfig")
+    """A Configuration from auth options, a kubeconfig, or the pod's service account: read by
+    kfocp's own loader in the common forms (module_utils/kubeconfig.py), else by the `kubernetes`
+    client's loaders."""
     try:
-        if auth.get("host") and not kubeconfig:
-            cfg.host = auth["host"]
-        elif isinstance(kubeconfig, dict):
-            k8s_config.load_kube_config_from_dict(kubeconfig, context=auth.get("context"),
-                                                  client_configuration=cfg, persist_config=False)
-        elif kubeconfig or os.environ.get("KUBECONFIG") or os.path.exists(os.path.expanduser("~/.kube/config")):
-            k8s_config.load_kube_config(config_file=os.path.expanduser(kubeconfig) if kubeconfig else None,
-                                        context=auth.get("context"), client_configuration=cfg,
-                                        persist_config=False)
+        if auth.get("host") and not auth.get("kubeconfig"):
+            cfg = own_loader.Config(auth["host"])
         else:
-            k8s_config.load_incluster_config(client_configuration=cfg)
-    except (ConfigException, IOError, OSError) as err:
+            cfg = own_loader.load(auth) or _kubernetes_configuration(auth)
+    except (own_loader.Unreadable, IOError, OSError, ValueError) as err:
         raise KubeError("cannot load Kubernetes credentials: %s. Set kubeconfig (K8S_AUTH_KUBECONFIG) "
                         "or host and api_key (K8S_AUTH_HOST, K8S_AUTH_API_KEY)." % err)
     if auth.get("host"):
@@ -136,6 +121,32 @@ def configuration(auth):
         cfg.verify_ssl = auth["validate_certs"]
     if auth.get("proxy"):
         cfg.proxy = auth["proxy"]
+    return cfg
+
+
+def _kubernetes_configuration(auth):
+    """The `kubernetes` client's loaders, for the forms kfocp's own loader leaves to them."""
+    try:
+        from kubernetes import client as k8s_client
+        from kubernetes import config as k8s_config
+        from kubernetes.config.config_exception import ConfigException
+    except ImportError as err:
+        raise KubeError("the Python package 'kubernetes' is required for these credentials: %s" % err)
+    cfg = k8s_client.Configuration()
+    kubeconfig = auth.get("kubeconfig")
+    try:
+        if isinstance(kubeconfig, dict):
+            k8s_config.load_kube_config_from_dict(kubeconfig, context=auth.get("context"),
+                                                  client_configuration=cfg, persist_config=False)
+        elif kubeconfig or os.environ.get("KUBECONFIG") or os.path.exists(os.path.expanduser("~/.kube/config")):
+            k8s_config.load_kube_config(config_file=os.path.expanduser(kubeconfig) if kubeconfig else None,
+                                        context=auth.get("context"), client_configuration=cfg,
+                                        persist_config=False)
+        else:
+            k8s_config.load_incluster_config(client_configuration=cfg)
+    except ConfigException as err:
+        raise KubeError("cannot load Kubernetes credentials: %s. Set kubeconfig (K8S_AUTH_KUBECONFIG) "
+                        "or host and api_key (K8S_AUTH_HOST, K8S_AUTH_API_KEY)." % err)
     return cfg
 
 

@@ -158,13 +158,20 @@ class Pool:
         while True:
             conn, reused = self._take(connect_timeout)
             try:
-                conn.sock.settimeout(read_timeout)
-                conn.request(method, self.prefix + path, body=body, headers=headers)
-                return conn, conn.getresponse()
-            except NO_ANSWER as err:
-                conn.close()
-                if not (resend and reused and isinstance(err, STALE)):
-                    raise TransportError(_why(err), sent=True)
+                return conn, self._exchange(conn, method, path, body, headers, read_timeout)
+            except TransportError as err:
+                if not (resend and reused and isinstance(err.__cause__, STALE)):
+                    raise
+
+    def _exchange(self, conn, method, path, body, headers, read_timeout):
+        """Send one request on `conn` and read its status and headers; on failure, close it."""
+        try:
+            conn.sock.settimeout(read_timeout)
+            conn.request(method, self.prefix + path, body=body, headers=headers)
+            return conn.getresponse()
+        except NO_ANSWER as err:
+            conn.close()
+            raise TransportError(_why(err), sent=True) from err
 
     def request(self, method, path, body=None, headers=None, timeouts=(10, 60), resend=False):
         """Send one request (`path` with its query) and read the whole answer. `resend`: the
@@ -185,13 +192,7 @@ class Pool:
         """Send one request on a new connection and return its answer as a Stream, read as it
         arrives (a watch: a failure is the caller's to handle, by watching again)."""
         conn = self._open(timeouts[0])
-        try:
-            conn.sock.settimeout(timeouts[1])
-            conn.request(method, self.prefix + path, headers=headers or {})
-            return Stream(conn, conn.getresponse())
-        except NO_ANSWER as err:
-            conn.close()
-            raise TransportError(_why(err), sent=True)
+        return Stream(conn, self._exchange(conn, method, path, None, headers or {}, timeouts[1]))
 
     def clear(self):
         with self._lock:
@@ -214,8 +215,7 @@ class ProxiedPool:
             resp = self.manager.request(method, self.host + path, body=body, headers=headers, retries=False,
                                         timeout=urllib3.Timeout(connect=timeouts[0], read=timeouts[1]))
         except urllib3.exceptions.HTTPError as err:
-            raise TransportError(_why(err), sent=not isinstance(err, (urllib3.exceptions.NewConnectionError,
-                                                                      urllib3.exceptions.ConnectTimeoutError)))
+            raise _proxied_error(err)
         return Answer(resp.status, resp.headers, resp.data)
 
     def stream(self, method, path, headers=None, timeouts=(10, 60)):
@@ -225,11 +225,20 @@ class ProxiedPool:
                                         preload_content=False,
                                         timeout=urllib3.Timeout(connect=timeouts[0], read=timeouts[1]))
         except urllib3.exceptions.HTTPError as err:
-            raise TransportError(_why(err), sent=True)
+            raise _proxied_error(err)
         return _ProxiedStream(resp)
 
     def clear(self):
         self.manager.clear()
+
+
+def _proxied_error(err):
+    """urllib3's failure as a TransportError: not sent when no connection could be made."""
+    import urllib3
+    unsent = (urllib3.exceptions.NewConnectionError, urllib3.exceptions.ConnectTimeoutError)
+    # an unreachable proxy is a ProxyError around the connection's error (urllib3 2.x)
+    cause = getattr(err, "original_error", None) if isinstance(err, urllib3.exceptions.ProxyError) else None
+    return TransportError(_why(err), sent=not isinstance(cause or err, unsent))
 
 
 class _ProxiedStream:
@@ -260,11 +269,28 @@ def pool(cfg, size=32):
     if cfg.proxy:
         from kubernetes.client.rest import RESTClientObject, should_bypass_proxies
         if not should_bypass_proxies(cfg.host, cfg.no_proxy or ""):
-            cfg.connection_pool_maxsize = size
-            return ProxiedPool(RESTClientObject(cfg).pool_manager, cfg.host)
+            proxied = _kubernetes_configuration(cfg)
+            proxied.connection_pool_maxsize = size
+            return ProxiedPool(RESTClientObject(proxied).pool_manager, cfg.host)
     tls = urlsplit(cfg.host).scheme == "https"
     name = getattr(cfg, "tls_server_name", None) or (cfg.assert_hostname if isinstance(cfg.assert_hostname, str) else None)
     return Pool(cfg.host, ssl_context(cfg) if tls else None, server_hostname=name, size=size)
+
+
+# What RESTClientObject reads of a Configuration to connect (kubernetes/client/rest.py).
+CONNECTION = ("host", "verify_ssl", "ssl_ca_cert", "ca_cert_data", "cert_file", "key_file", "assert_hostname",
+              "tls_server_name", "proxy", "no_proxy")
+
+
+def _kubernetes_configuration(cfg):
+    """cfg as a kubernetes.client.Configuration (kfocp's own loader makes a lighter object)."""
+    from kubernetes.client import Configuration
+    if isinstance(cfg, Configuration):
+        return cfg
+    copy = Configuration()
+    for name in CONNECTION:
+        setattr(copy, name, getattr(cfg, name, None))
+    return copy
 
 
 def _sent(errors, func, *args):

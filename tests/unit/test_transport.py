@@ -12,6 +12,7 @@ import pytest
 from kubernetes import client as k8s_client
 
 import cluster
+from ansible_collections.kfocp.kubeflow.plugins.module_utils import kubeconfig as kubeconfig_loader
 from ansible_collections.kfocp.kubeflow.plugins.module_utils import transport
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import Client, KubeError
 
@@ -170,30 +171,42 @@ def _kubeconfig(url, pki, **cluster_fields):
             "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}]}
 
 
-def _client(kubeconfig, **kwargs):
-    """A Client made as the modules make it: the kubeconfig read by the `kubernetes` loaders."""
-    return Client.from_params({"kubeconfig": kubeconfig}, **kwargs)
+@pytest.fixture(params=["kfocp loader", "kubernetes loaders"])
+def client_of(request, tmp_path):
+    """Makes a Client as the modules make it, from a kubeconfig: as a file, read by kfocp's own
+    loader (plugins/module_utils/kubeconfig.py); as a dict, read by the `kubernetes` loaders."""
+    def make(kubeconfig, **kwargs):
+        if request.param == "kfocp loader":
+            path = tmp_path / ("config-%d" % len(list(tmp_path.iterdir())))
+            path.write_text(json.dumps(kubeconfig))
+            client = Client.from_params({"kubeconfig": str(path)}, **kwargs)
+            assert isinstance(client.cfg, kubeconfig_loader.Config) != ("proxy-url" in str(kubeconfig))
+            return client
+        client = Client.from_params({"kubeconfig": kubeconfig}, **kwargs)
+        assert isinstance(client.cfg, k8s_client.Configuration)
+        return client
+    return make
 
 
-def test_tls_checks_the_server_by_the_kubeconfig_ca_and_name_and_sends_the_client_certificate(https, pki):
+def test_tls_checks_the_server_by_the_kubeconfig_ca_and_name_and_sends_the_client_certificate(https, pki, client_of):
     url = "https://127.0.0.1:%d" % https.port
-    client = _client(_kubeconfig(url, pki, **{"tls-server-name": "api.test"}))
+    client = client_of(_kubeconfig(url, pki, **{"tls-server-name": "api.test"}))
     assert client.request("GET", "/api") == {"path": "/api"}
     assert dict(x[0] for x in https.peers[-1]["subject"])["commonName"] == "alice"
 
-    refused = _client(_kubeconfig(url, pki), retries=0)  # 127.0.0.1 is not a name of the certificate
+    refused = client_of(_kubeconfig(url, pki), retries=0)  # 127.0.0.1 is not a name of the certificate
     with pytest.raises(KubeError, match="did not answer.*certificate verify failed.*(mismatch|match)"):
         refused.request("GET", "/api")
-    stranger = _client(_kubeconfig(url, pki, **{"tls-server-name": "api.test", "certificate-authority": pki["other_ca"]}),
-                       retries=0)
+    stranger = client_of(_kubeconfig(url, pki, **{"tls-server-name": "api.test", "certificate-authority": pki["other_ca"]}),
+                         retries=0)
     with pytest.raises(KubeError, match="did not answer.*certificate verify failed"):
         stranger.request("GET", "/api")
 
 
-def test_insecure_skip_tls_verify_accepts_any_server_certificate(https, pki):
+def test_insecure_skip_tls_verify_accepts_any_server_certificate(https, pki, client_of):
     config = _kubeconfig("https://127.0.0.1:%d" % https.port, pki, **{"insecure-skip-tls-verify": True})
     del config["clusters"][0]["cluster"]["certificate-authority"]
-    assert _client(config).request("GET", "/api") == {"path": "/api"}
+    assert client_of(config).request("GET", "/api") == {"path": "/api"}
 
 
 def test_a_connection_that_cannot_be_made_was_not_sent():
@@ -201,6 +214,18 @@ def test_a_connection_that_cannot_be_made_was_not_sent():
     with pytest.raises(transport.TransportError) as err:
         pool.request("GET", "/api", timeouts=(2, 2))
     assert err.value.sent is False
+    with pytest.raises(transport.TransportError) as err:
+        pool.stream("GET", "/api?watch=1", timeouts=(2, 2))
+    assert err.value.sent is False
+
+
+def test_a_proxy_that_cannot_be_reached_was_not_sent_to():
+    proxied = transport.pool(_cfg("http://127.0.0.1:1", proxy="http://127.0.0.1:%d" % cluster.free_port()))
+    assert isinstance(proxied, transport.ProxiedPool)
+    for call in (proxied.request, proxied.stream):
+        with pytest.raises(transport.TransportError) as err:
+            call("GET", "/api", timeouts=(2, 2))
+        assert err.value.sent is False, call.__name__
 
 
 class ConnectProxy:
@@ -249,15 +274,15 @@ class ConnectProxy:
         self.sock.close()
 
 
-def test_a_proxy_carries_the_requests_unless_no_proxy_names_the_server(https, pki, monkeypatch):
+def test_a_proxy_carries_the_requests_unless_no_proxy_names_the_server(https, pki, monkeypatch, client_of):
     proxy = ConnectProxy()
     try:
         url = "https://127.0.0.1:%d" % https.port
         config = _kubeconfig(url, pki, **{"tls-server-name": "api.test", "proxy-url": "http://127.0.0.1:%d" % proxy.port})
-        assert _client(config).request("GET", "/api") == {"path": "/api"}
+        assert client_of(config).request("GET", "/api") == {"path": "/api"}
         assert proxy.targets == [("CONNECT", "127.0.0.1:%d" % https.port)]
         monkeypatch.setenv("NO_PROXY", "127.0.0.1")  # read by kubernetes.client.Configuration
-        assert _client(config).request("GET", "/apis") == {"path": "/apis"}
+        assert client_of(config).request("GET", "/apis") == {"path": "/apis"}
         assert len(proxy.targets) == 1, "no_proxy: straight to the server"
     finally:
         proxy.close()
