@@ -104,3 +104,17 @@ def test_the_no_op_note_says_when_ansible_alone_is_over_the_target():
         " target alone)" in note
     row["noop_s"] = 6.0
     assert "target alone" not in run._noop_split(row)  # pylint: disable=protected-access
+
+
+def test_every_results_file_the_docs_cite_is_in_the_repository():
+    """A figure in the README must be traceable to a results file a clone has (benchmarks/results/
+    ignores fresh bench-* runs, so a cited one must be added on purpose)."""
+    import re
+    import subprocess
+    tracked = set(subprocess.run(["git", "ls-files", "benchmarks/results"], cwd=str(ROOT), capture_output=True,
+                                 text=True, check=True).stdout.split())
+    cited = set()
+    for doc in [ROOT / "README.md", ROOT / "operator" / "README.md"] + sorted((ROOT / "docs").glob("*.md")):
+        cited.update(re.findall(r"benchmarks/results/[\w.-]*\d[\w.-]*\.(?:json|png|txt)", doc.read_text()))
+    assert cited, "the README cites its results files"
+    assert sorted(cited - tracked) == []
