@@ -2,8 +2,8 @@
 
 The credentials loaders (the collection's own, and the `kubernetes` client's) keep a kubeconfig's
 or a pod's service-account token under the key 'BearerToken' (refreshed by a hook as the token
-file rotates), while the collection's Client
-reads the key 'authorization'. The operator keeps both in step for itself. Its playbook runs are
+file rotates), while the collection's Client reads the key 'authorization'. The operator keeps
+both in step for itself. Its playbook runs are
 told where the credentials are, never given them: ansible-runner writes a run's environment into
 its private data directory (env/envvars, artifacts/<run>/command), so a token handed over in
 K8S_AUTH_API_KEY would be written to disk with every run.

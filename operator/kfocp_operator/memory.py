@@ -16,29 +16,22 @@ M_ARENA_MAX = -8
 ARENAS = 2
 
 
-def _libc():
+def _glibc():
+    """The C library, when it is glibc (which has mallopt and malloc_trim); else None."""
     try:
-        libc = ctypes.CDLL(None)
-        return libc if hasattr(libc, "mallopt") and hasattr(libc, "malloc_trim") else None
-    except (OSError, AttributeError):
+        return ctypes.CDLL(None) if os.confstr("CS_GNU_LIBC_VERSION") else None
+    except (ValueError, OSError):
         return None
 
 
-def _gnu():
-    try:
-        return os.confstr("CS_GNU_LIBC_VERSION") is not None
-    except (ValueError, OSError):
-        return False
+_LIBC = _glibc()
 
 
-_LIBC = _libc() if _gnu() else None
-
-
-def limit_arenas(count=ARENAS, env=None):
+def limit_arenas(count=ARENAS):
     """At most `count` malloc arenas, unless the environment sets their number (glibc's
     MALLOC_ARENA_MAX, or glibc.malloc.arena_max in GLIBC_TUNABLES). Call it before the threads
     start. Returns whether the limit was set here."""
-    env = os.environ if env is None else env
+    env = os.environ
     if _LIBC is None or "MALLOC_ARENA_MAX" in env or "glibc.malloc.arena_max" in env.get("GLIBC_TUNABLES", ""):
         return False
     return bool(_LIBC.mallopt(M_ARENA_MAX, count))

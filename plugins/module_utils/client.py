@@ -105,8 +105,7 @@ def configuration(auth):
         else:
             cfg = own_loader.load(auth) or _kubernetes_configuration(auth)
     except (own_loader.Unreadable, IOError, OSError, ValueError) as err:
-        raise KubeError("cannot load Kubernetes credentials: %s. Set kubeconfig (K8S_AUTH_KUBECONFIG) "
-                        "or host and api_key (K8S_AUTH_HOST, K8S_AUTH_API_KEY)." % err)
+        raise _unloadable(err)
     if auth.get("host"):
         cfg.host = auth["host"]
     if auth.get("api_key"):
@@ -122,6 +121,11 @@ def configuration(auth):
     if auth.get("proxy"):
         cfg.proxy = auth["proxy"]
     return cfg
+
+
+def _unloadable(err):
+    return KubeError("cannot load Kubernetes credentials: %s. Set kubeconfig (K8S_AUTH_KUBECONFIG) "
+                     "or host and api_key (K8S_AUTH_HOST, K8S_AUTH_API_KEY)." % err)
 
 
 def _kubernetes_configuration(auth):
@@ -145,8 +149,7 @@ def _kubernetes_configuration(auth):
         else:
             k8s_config.load_incluster_config(client_configuration=cfg)
     except ConfigException as err:
-        raise KubeError("cannot load Kubernetes credentials: %s. Set kubeconfig (K8S_AUTH_KUBECONFIG) "
-                        "or host and api_key (K8S_AUTH_HOST, K8S_AUTH_API_KEY)." % err)
+        raise _unloadable(err)
     return cfg
 
 

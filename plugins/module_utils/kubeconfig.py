@@ -179,19 +179,30 @@ def _read(base, name):
         return handle.read()
 
 
-_PRIVATE = []
+# The private files written for `-data` fields, by their base64 data (as the `kubernetes` loader
+# keeps its own): each Client made from the same kubeconfig reuses them. Removed at exit.
+_PRIVATE = {}
+_PRIVATE_DIR = []
+_PRIVATE_LOCK = threading.Lock()
+
+
+def _private_dir():
+    if not _PRIVATE_DIR:
+        _PRIVATE_DIR.append(tempfile.mkdtemp(prefix="kfocp-credentials-"))
+        atexit.register(shutil.rmtree, _PRIVATE_DIR[0], True)
+    return _PRIVATE_DIR[0]
 
 
 def _file_or_data(base, section, key):
     """The path of section's `key` file, or of a private file holding its base64 `key`-data."""
-    if key + "-data" in section:
-        if not section[key + "-data"]:
-            return None
-        if not _PRIVATE:
-            _PRIVATE.append(tempfile.mkdtemp(prefix="kfocp-credentials-"))
-            atexit.register(shutil.rmtree, _PRIVATE[0], True)
-        fd, path = tempfile.mkstemp(dir=_PRIVATE[0])
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(base64.standard_b64decode(section[key + "-data"]))
-        return path
-    return _file(base, section[key]) if key in section else None
+    if key + "-data" not in section:
+        return _file(base, section[key]) if key in section else None
+    data = section[key + "-data"]
+    if not data:
+        return None
+    with _PRIVATE_LOCK:
+        if data not in _PRIVATE or not os.path.isfile(_PRIVATE[data]):
+            fd, _PRIVATE[data] = tempfile.mkstemp(dir=_private_dir())
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(base64.standard_b64decode(data))
+        return _PRIVATE[data]

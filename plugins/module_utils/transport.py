@@ -269,7 +269,7 @@ def pool(cfg, size=32):
     if cfg.proxy:
         from kubernetes.client.rest import RESTClientObject, should_bypass_proxies
         if not should_bypass_proxies(cfg.host, cfg.no_proxy or ""):
-            proxied = _kubernetes_configuration(cfg)
+            proxied = _as_kubernetes_configuration(cfg)
             proxied.connection_pool_maxsize = size
             return ProxiedPool(RESTClientObject(proxied).pool_manager, cfg.host)
     tls = urlsplit(cfg.host).scheme == "https"
@@ -282,7 +282,7 @@ CONNECTION = ("host", "verify_ssl", "ssl_ca_cert", "ca_cert_data", "cert_file", 
               "tls_server_name", "proxy", "no_proxy")
 
 
-def _kubernetes_configuration(cfg):
+def _as_kubernetes_configuration(cfg):
     """cfg as a kubernetes.client.Configuration (kfocp's own loader makes a lighter object)."""
     from kubernetes.client import Configuration
     if isinstance(cfg, Configuration):

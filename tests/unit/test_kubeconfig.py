@@ -170,6 +170,8 @@ def test_certificate_data_is_written_where_only_this_user_can_read_it(tmp_path, 
     assert stat.S_IMODE(os.stat(cfg.key_file).st_mode) == 0o600
     assert stat.S_IMODE(os.stat(os.path.dirname(cfg.key_file)).st_mode) == 0o700
     assert _content(cfg.key_file) == pem["key"]
+    again = kubeconfig.from_file(path)
+    assert (again.cert_file, again.key_file) == (cfg.cert_file, cfg.key_file), "written once, then reused"
 
 
 @pytest.fixture
