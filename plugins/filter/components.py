@@ -6,31 +6,19 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible.errors import AnsibleFilterError
 from ansible.utils.display import Display
 
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import manifests
-from ansible_collections.kfocp.kubeflow.plugins.module_utils.objects import DefinitionError
+from ansible_collections.kfocp.kubeflow.plugins.plugin_utils.filters import as_filter as _wrap
 
 display = Display()
-
-
-def components_select(components, catalog):
-    """{name: [paths]} of the managed components; unknown names and states fail."""
-    try:
-        return manifests.select(components, catalog)
-    except DefinitionError as err:
-        raise AnsibleFilterError(str(err))
 
 
 def components_assemble(rendered, options):
     """The objects to apply or write, the SCC grants and audit table, and the mirror list.
 
     Images that no prefix of the mirror map matches are reported as a warning that lists them."""
-    try:
-        result = manifests.assemble(rendered, options or {})
-    except DefinitionError as err:
-        raise AnsibleFilterError(str(err))
+    result = manifests.assemble(rendered, options or {})
     if result["unmatched_images"]:
         display.warning(manifests.unmatched_warning(result))
     return result
@@ -39,6 +27,6 @@ def components_assemble(rendered, options):
 class FilterModule(object):
     def filters(self):
         return {
-            "components_select": components_select,
-            "components_assemble": components_assemble,
+            "components_select": _wrap(manifests.select),
+            "components_assemble": _wrap(components_assemble),
         }

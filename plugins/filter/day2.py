@@ -9,6 +9,7 @@ __metaclass__ = type
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.kfocp.kubeflow.plugins.module_utils import drift
+from ansible_collections.kfocp.kubeflow.plugins.plugin_utils.filters import as_filter as _wrap
 
 
 def drift_report(results, roles=None):
@@ -18,10 +19,6 @@ def drift_report(results, roles=None):
         raise AnsibleFilterError(str(err))
 
 
-def drift_table(report):
-    return drift.table(report)
-
-
 class FilterModule(object):
     def filters(self):
-        return {"drift_report": drift_report, "drift_table": drift_table}
+        return {"drift_report": _wrap(drift_report), "drift_table": _wrap(drift.table)}

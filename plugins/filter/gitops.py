@@ -6,20 +6,15 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible.errors import AnsibleFilterError
-
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import gitops
-from ansible_collections.kfocp.kubeflow.plugins.module_utils.objects import DefinitionError
+from ansible_collections.kfocp.kubeflow.plugins.plugin_utils.filters import as_filter as _wrap
 
 
 def gitops_applicationset(hosts, hostvars, repo_url, revision="HEAD", namespace="argocd", project="default"):
     """The Argo CD ApplicationSet that syncs each host's render directory to its cluster."""
-    try:
-        return gitops.applicationset(list(hosts), hostvars, repo_url, revision, namespace, project)
-    except DefinitionError as err:
-        raise AnsibleFilterError(str(err))
+    return gitops.applicationset(list(hosts), hostvars, repo_url, revision, namespace, project)
 
 
 class FilterModule(object):
     def filters(self):
-        return {"gitops_applicationset": gitops_applicationset}
+        return {"gitops_applicationset": _wrap(gitops_applicationset)}

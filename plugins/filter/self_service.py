@@ -6,20 +6,10 @@ from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
-from ansible.errors import AnsibleFilterError
-
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import self_service
-from ansible_collections.kfocp.kubeflow.plugins.module_utils.objects import DefinitionError
-
-
-def self_service_objects(settings):
-    """The self-service profile objects for the role's settings."""
-    try:
-        return self_service.objects(settings)
-    except DefinitionError as err:
-        raise AnsibleFilterError(str(err))
+from ansible_collections.kfocp.kubeflow.plugins.plugin_utils.filters import as_filter as _wrap
 
 
 class FilterModule(object):
     def filters(self):
-        return {"self_service_objects": self_service_objects}
+        return {"self_service_objects": _wrap(self_service.objects)}

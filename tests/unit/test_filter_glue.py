@@ -1,0 +1,111 @@
+"""The glue between the builders and Ansible's filters (plugins/plugin_utils/filters.py), judged
+through Ansible's own templating: the builders get plain data, not Ansible's lazy containers, whose
+copy.deepcopy copies the templar and every variable of the play with it."""
+import collections.abc
+import copy
+import sys
+
+import pytest
+from ansible.errors import AnsibleFilterError
+from ansible.parsing.dataloader import DataLoader
+from ansible.template import Templar, trust_as_template
+
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import mesh
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.objects import DefinitionError
+from ansible_collections.kfocp.kubeflow.plugins.plugin_utils.filters import as_filter
+
+
+class Hosts(collections.abc.Mapping):
+    """A mapping that is no dict, as Ansible's hostvars."""
+
+    def __getitem__(self, key):
+        return {"host": key}
+
+    def __iter__(self):
+        return iter(["c1"])
+
+    def __len__(self):
+        return 1
+
+
+def copies(value):
+    """How many objects copy.deepcopy visits to copy `value`, its recursive calls included."""
+    calls = []
+    code = copy.deepcopy.__code__
+
+    def count(frame, event, _arg):
+        if event == "call" and frame.f_code is code:
+            calls.append(1)
+    sys.setprofile(count)
+    try:
+        copy.deepcopy(value)
+    finally:
+        sys.setprofile(None)
+    return len(calls)
+
+
+def render(expression, filters, variables):
+    templar = Templar(loader=DataLoader(), variables=variables)
+    templar.environment.filters.update(filters)
+    return templar.template(trust_as_template(expression))
+
+
+VARIABLES = {
+    "profiles_list": [{"name": "p%04d" % i, "owner": {"user": "u%04d" % i}} for i in range(2000)],
+    "mesh_namespace": "istio-system",
+    "settings": {"flavour": trust_as_template("{{ 'ossm3' }}"),
+                 "namespace": trust_as_template("{{ mesh_namespace }}"),
+                 "gateway": {"name": "kubeflow-ingressgateway", "namespace": trust_as_template("{{ mesh_namespace }}")}},
+}
+
+
+def test_ansible_hands_filters_lazy_containers():
+    """The control: without the glue a filter gets Ansible's lazy dict, and copying it copies the
+    templar (and so the 2000 profiles of the play)."""
+    seen = []
+    render("{{ settings | probe }}", {"probe": lambda value: seen.append(value) or ""}, VARIABLES)
+    assert isinstance(seen[0], dict) and type(seen[0]).__name__ != "dict"
+    assert copies(seen[0]) > 4000, "a copy of the lazy dict copies every profile of the play"
+
+
+def test_builders_get_plain_rendered_data():
+    seen = []
+    render("{{ settings | probe }}", {"probe": as_filter(lambda value: seen.append(value) or "")}, VARIABLES)
+    value = seen[0]
+    assert {type(value), type(value["gateway"])} == {dict}, "exactly dict, not a subclass of it"
+    assert value == {"flavour": "ossm3", "namespace": "istio-system",
+                     "gateway": {"name": "kubeflow-ingressgateway", "namespace": "istio-system"}}
+    assert copies(value) < 20, "a copy of the settings copies the settings alone"
+
+
+def test_a_builder_through_the_glue_gives_what_it_gives_on_plain_data():
+    out = render("{{ settings | gateway_info }}", {"gateway_info": as_filter(mesh.gateway_info)}, VARIABLES)
+    plain = {"flavour": "ossm3", "namespace": "istio-system",
+             "gateway": {"name": "kubeflow-ingressgateway", "namespace": "istio-system"}}
+    assert out == mesh.gateway_info(plain)
+
+
+def test_other_mappings_and_keywords_are_left_alone():
+    seen = []
+    hosts = Hosts()
+    as_filter(lambda value, other=None: seen.append((value, other)))(hosts, other=hosts)
+    assert seen == [(hosts, hosts)]
+
+
+def test_a_definition_error_becomes_a_filter_error_with_its_message():
+    def wrong(_value):
+        raise DefinitionError("service_mesh_flavour: 'x' is not a mesh flavour")
+    with pytest.raises(AnsibleFilterError, match="service_mesh_flavour: 'x' is not a mesh flavour"):
+        as_filter(wrong)({})
+
+
+def test_every_filter_of_the_collection_goes_through_the_glue():
+    import importlib
+    from pathlib import Path
+    names = []
+    for path in sorted((Path(__file__).resolve().parents[2] / "plugins" / "filter").glob("*.py")):
+        module = importlib.import_module("ansible_collections.kfocp.kubeflow.plugins.filter." + path.stem)
+        for name, func in module.FilterModule().filters().items():
+            names.append(name)
+            assert getattr(func, "__wrapped__", None) is not None, "%s (%s) is not wrapped by as_filter" % (name, path.name)
+    assert len(names) == len(list((Path(__file__).resolve().parents[2] / "plugins" / "filter").glob("*.yml")))
