@@ -102,10 +102,10 @@ def test_a_definition_error_becomes_a_filter_error_with_its_message():
 def test_every_filter_of_the_collection_goes_through_the_glue():
     import importlib
     from pathlib import Path
-    names = []
-    for path in sorted((Path(__file__).resolve().parents[2] / "plugins" / "filter").glob("*.py")):
+    names, filters = [], Path(__file__).resolve().parents[2] / "plugins" / "filter"
+    for path in sorted(filters.glob("*.py")):
         module = importlib.import_module("ansible_collections.kfocp.kubeflow.plugins.filter." + path.stem)
         for name, func in module.FilterModule().filters().items():
             names.append(name)
             assert getattr(func, "__wrapped__", None) is not None, "%s (%s) is not wrapped by as_filter" % (name, path.name)
-    assert len(names) == len(list((Path(__file__).resolve().parents[2] / "plugins" / "filter").glob("*.yml")))
+    assert len(names) == len(list(filters.glob("*.yml")))

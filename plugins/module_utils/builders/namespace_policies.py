@@ -334,7 +334,7 @@ def pod_security_left_alone(namespaces, settings):
     with the labels another manager set ("<namespace>: <label>=<value> (set by <manager>), ...")."""
     cfg = Settings(settings).check()
     out = []
-    for namespace in sorted(plain(namespaces or []), key=lambda n: n["metadata"]["name"]):
+    for namespace in sorted(namespaces or [], key=lambda n: n["metadata"]["name"]):
         if not (_live(namespace) and is_profile_namespace(namespace, cfg)):
             continue
         found = _pod_security_set_by_others(namespace, cfg)
@@ -346,7 +346,7 @@ def pod_security_left_alone(namespaces, settings):
 
 def objects_for_namespace(namespace, settings):
     """The complete policy objects of ONE profile namespace (a live Namespace object)."""
-    return _namespace_objects(plain(namespace), Settings(settings).check())
+    return _namespace_objects(namespace, Settings(settings).check())
 
 
 def whitelist_exclusions(settings):
@@ -415,7 +415,6 @@ def whitelist_for_namespace(namespace, settings):
     Namespace object): [] when it gets none (excluded, kfocp's own, or the mode has none), or
     when it already carries the whitelist."""
     cfg = Settings(settings).check()
-    namespace = plain(namespace)
     objs = _whitelist(namespace, cfg)
     current = ((namespace.get("metadata") or {}).get("annotations") or {}).get(WHITELIST)
     if objs and current == objs[0]["metadata"]["annotations"][WHITELIST]:
@@ -433,7 +432,6 @@ def objects(namespaces, settings, all_namespaces=None, serviceaccounts=None, mem
     just after the namespace). memberroll: the live ServiceMeshMemberRoll, for the memberroll mode.
     """
     cfg = Settings(settings).check()
-    namespaces, all_namespaces, serviceaccounts, memberroll = plain((namespaces, all_namespaces, serviceaccounts, memberroll))
     profiles = sorted((n for n in namespaces or () if _live(n) and is_profile_namespace(n, cfg)),
                       key=lambda n: n["metadata"]["name"])
     accounts = None if serviceaccounts is None else set(

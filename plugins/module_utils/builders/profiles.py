@@ -25,7 +25,7 @@ import re
 
 from ansible_collections.kfocp.kubeflow.plugins.module_utils import objects as o
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.common import group_name, quantity, require, role_binding
-from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.common import plain, qualified_name
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.common import qualified_name
 
 PROFILE_API = "kubeflow.org/v1"
 AUTHZ_API = "security.istio.io/v1"
@@ -254,7 +254,7 @@ FINALIZER = "profile-finalizer"
 def _namespace_owners(namespaces):
     """{name: the namespace's owner annotation, or None} of the live namespaces."""
     return dict((n["metadata"]["name"], (n["metadata"].get("annotations") or {}).get("owner"))
-                for n in plain(namespaces) or ())
+                for n in namespaces or ())
 
 
 def _check_declared(profile, where, settings, owners, live):
@@ -284,7 +284,7 @@ def never_released(live_profiles, namespaces):
     namespace_owner}, sorted by name."""
     owners = _namespace_owners(namespaces)
     out = []
-    for profile in plain(live_profiles) or ():
+    for profile in live_profiles or ():
         meta = profile["metadata"]
         owner = (((profile.get("spec") or {}).get("owner") or {}).get("name")) or ""
         name = meta["name"]
@@ -301,7 +301,6 @@ def plan(settings, users=(), groups=(), profiles=(), namespaces=None, skipped=No
     name. skipped: a list, or None. A user who gets no automatic profile because every name for
     them is taken is appended to it as {user, message} and skipped; without it, that is an error.
     """
-    settings, users, groups, profiles = plain((settings, users, groups, profiles))
     instance = _setting(settings, "kfocp_instance")
     quota(_setting(settings, "profiles_quota_default"), None, "profiles_quota_default")
     prefix = _prefix(settings, "profiles_name_prefix")
@@ -431,7 +430,6 @@ def objects(settings, users=(), groups=(), profiles=(), namespaces=None):
 
 def objects_of(desired, settings, namespaces=None):
     """objects() for the profiles of a plan()."""
-    namespaces = plain(namespaces)
     existing = None
     if namespaces is not None:
         existing = set(n["metadata"]["name"] for n in namespaces if (n.get("status") or {}).get("phase") != "Terminating")
@@ -449,7 +447,7 @@ def pending(settings, users=(), groups=(), profiles=(), namespaces=()):
 
 def pending_of(desired, namespaces=()):
     """pending() for the profiles of a plan()."""
-    existing = set(n["metadata"]["name"] for n in plain(namespaces) or ())
+    existing = set(n["metadata"]["name"] for n in namespaces or ())
     return [p["name"] for p in desired if p["name"] not in existing]
 
 
@@ -461,7 +459,7 @@ def orphans(settings, live_profiles, users=(), groups=()):
 
 def orphans_of(desired, settings, live_profiles):
     """orphans() for the profiles of a plan()."""
-    instance = _setting(plain(settings), "kfocp_instance")
+    instance = _setting(settings, "kfocp_instance")
     wanted = set(p["name"] for p in desired)
-    return sorted(p["metadata"]["name"] for p in plain(live_profiles) or ()
+    return sorted(p["metadata"]["name"] for p in live_profiles or ()
                   if _ours(p, instance) and p["metadata"]["name"] not in wanted)
