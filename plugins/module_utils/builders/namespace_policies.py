@@ -25,7 +25,7 @@ import re
 
 from ansible_collections.kfocp.kubeflow.plugins.module_utils import objects as o
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import mesh, pod_security, scc, serverless
-from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.common import (  # noqa: F401 (plain)
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.common import (
     dns_label, dns_subdomain, label_selector, labels, plain, qualified_name, quantity, require)
 
 DEFAULT_TOLERATIONS = "scheduler.alpha.kubernetes.io/defaultTolerations"
