@@ -30,9 +30,11 @@ $(COLLECTION_LINK):
 
 venv: $(BIN)/.installed $(COLLECTION_LINK)
 
+# Every binary the tests run is built here, before them: a test downloads nothing.
 build: venv
 	$(BIN)/python hack/cluster.py build --workloads --judges
 	$(BIN)/python hack/argocd.py build
+	$(BIN)/python operator/hack/build.py
 	@command -v redis-server >/dev/null || (apt-get update -qq && apt-get install -y -qq redis-server >/dev/null) \
 		|| { echo "Argo CD's tests need Redis: install Debian's redis-server"; exit 1; }
 
