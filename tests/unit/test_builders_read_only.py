@@ -40,8 +40,9 @@ def check_read_only(build, *inputs):
     before = copy.deepcopy(inputs)
     out = build(*inputs)
     assert inputs == before, "the builder changed its input"
-    assert containers(inputs), "no input to compare with"
-    shared = containers(out) & containers(inputs)
+    held = containers(inputs)
+    assert held, "no input to compare with"
+    shared = containers(out) & held
     assert not shared, "the builder's output shares %d dict(s) or list(s) with its input" % len(shared)
     return out
 
