@@ -15,5 +15,6 @@ class FilterModule(object):
         return {
             "verify_targets": _wrap(verify.targets),
             "verify_reviews": _wrap(verify.reviews),
+            "verify_answers": _wrap(verify.answers),
             "verify_rows": _wrap(verify.rows),
         }

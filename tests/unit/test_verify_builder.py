@@ -198,3 +198,39 @@ def test_scc_rows_ask_for_the_pods_service_account_and_read_the_answer():
     # an SCC whose own groups name the service account's groups needs no RBAC grant
     listed = {"metadata": {"name": "anyuid"}, "groups": ["system:serviceaccounts:kubeflow"]}
     assert verify.scc_rows([pod("c", "anyuid")], [answered(reviews[2], False)], [listed])[0]["pass"]
+
+
+class _Exit(Exception):
+    pass
+
+
+class _Module:
+    """What kubernetes.core's run_module needs of an AnsibleModule: params, and exit_json (which
+    ends the run, as Ansible's does)."""
+    def __init__(self):
+        self.params = {"validate": None, "continue_on_error": False}
+        self.returned = None
+
+    def exit_json(self, **result):
+        self.returned = result
+        raise _Exit()
+
+
+@pytest.mark.parametrize("count", [1, 3])
+def test_the_answers_are_read_from_what_kubernetes_cores_k8s_returns_for_one_review_or_many(monkeypatch, count):
+    # the oracle is kubernetes.core's own run_module: it builds what the task registers from the
+    # result of each definition (the API server's part, its answer to each create, is played here)
+    from ansible_collections.kubernetes.core.plugins.module_utils.k8s import runner
+    asked = verify.reviews([pod(name, "anyuid", "sa-" + name) for name in "abc"[:count]])
+    monkeypatch.setattr(runner, "get_api_client", lambda module: None)
+    monkeypatch.setattr(runner, "K8sService", lambda client, module: None)
+    monkeypatch.setattr(runner, "get_definitions", lambda svc, params: asked)
+    monkeypatch.setattr(runner, "perform_action", lambda svc, definition, params: {
+        "changed": True, "method": "create", "result": answered(definition, definition is asked[0])})
+    module = _Module()
+    with pytest.raises(_Exit):
+        runner.run_module(module)
+    got = verify.answers(module.returned)
+    assert [a["spec"]["user"] for a in got] == [r["spec"]["user"] for r in asked]
+    assert [a["status"]["allowed"] for a in got] == [True] + [False] * (count - 1)
+    assert verify.answers({"skipped": True, "changed": False}) == [] and verify.answers(None) == []

@@ -132,6 +132,20 @@ def reviews(pods):
     return out
 
 
+def answers(registered):
+    """The answered reviews, from what the one kubernetes.core.k8s task that created them all
+    registered: with one definition the module returns that definition's result (the review in
+    `result`), with more `{"result": {"results": [{"result": review}, ...]}}` (kubernetes.core
+    6.2.0, plugins/module_utils/k8s/runner.py, run_module). A skipped task answered nothing."""
+    registered = registered or {}
+    result = registered.get("result") or {}
+    if registered.get("skipped") or not result:
+        return []
+    if "results" in result:
+        return [entry.get("result") or {} for entry in result["results"]]
+    return [result]
+
+
 def _allowed(answers):
     """{(namespace, user, scc): allowed} from the answered reviews."""
     out = {}
