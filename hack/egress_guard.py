@@ -6,7 +6,9 @@ process.
 It polls the socket tables (/proc/<pid>/net/{tcp,tcp6,udp,udp6}, once per network namespace
 that our processes are in) every `interval` seconds and maps the sockets to processes through
 /proc/<pid>/fd. A connection that opens and closes between two polls is not seen; one that
-waits for an answer that never comes (a SYN to an address off the machine) is.
+waits for an answer that never comes (a SYN to an address off the machine) is. A poll is not
+free: reading a TCP table walks the kernel's whole connection hash (about 5 ms a table here), so
+the default interval is half a second.
 
     guard = EgressGuard(roots=[os.getpid()], plane_dirs=[".cluster"]).start()
     ...
@@ -90,7 +92,7 @@ class EgressGuard:
     """Records the dials off the machine of `roots`, of the processes in the state files of the
     control planes in `plane_dirs` (hack/cluster.py), and of all their descendants."""
 
-    def __init__(self, roots=(), plane_dirs=(), interval: float = 0.2):
+    def __init__(self, roots=(), plane_dirs=(), interval: float = 0.5):
         self.roots = set(roots) or {os.getpid()}
         self.plane_dirs = [Path(d) for d in plane_dirs]
         self.interval = interval

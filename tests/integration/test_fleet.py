@@ -29,7 +29,7 @@ AUDIT_POLICY = {"apiVersion": "audit.k8s.io/v1", "kind": "Policy", "omitStages":
                           {"level": "None", "resources": [{"group": "", "resources": ["events"]}]},
                           {"level": "Metadata"}]}
 WRITES = ("create", "update", "patch", "delete")
-CHURN_SECONDS = float(os.environ.get("KFOCP_FLEET_CHURN_SECONDS", "60"))
+CHURN_SECONDS = float(os.environ.get("KFOCP_FLEET_CHURN_SECONDS", "20"))
 
 
 @pytest.fixture(scope="module")
