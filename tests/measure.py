@@ -88,8 +88,6 @@ class _Observer(object):
             while not self.done.is_set() and time.monotonic() < self.deadline:
                 # short watches, so that the thread ends soon after the burst
                 for event, obj in kube.watch(res, version, timeout=5, label_selector=selector):
-                    if event == "ERROR":
-                        raise RuntimeError("watch of %s: %s" % (res.plural, obj.get("message")))
                     version = (obj.get("metadata") or {}).get("resourceVersion") or version
                     if event in ("ADDED", "MODIFIED"):
                         self._note(kind, obj)

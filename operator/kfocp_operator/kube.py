@@ -2,14 +2,12 @@
 finalizer patches, and Kubernetes Events. Everything goes through the collection's Client (the
 same connection, retries and auth as the roles)."""
 import datetime
-import json
 import logging
 import random
 import threading
 import time
-from urllib.parse import urlencode
 
-from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import KubeError, Resource, lines
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import Gone, KubeError, Resource
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.transport import TransportError
 
 from kfocp_operator import API_VERSION, KIND, PLURAL
@@ -57,10 +55,6 @@ def list_with_version(client, res, namespace=None, label_selector=None):
     return items, (doc.get("metadata") or {}).get("resourceVersion")
 
 
-class Gone(Exception):
-    """The watch's resourceVersion is too old (410 Gone): list again."""
-
-
 # A watch asks the server to end it after WATCH_TIMEOUT to 2 x WATCH_TIMEOUT seconds (spread, so
 # that watches do not all reconnect at once), and gives up on a connection that delivered nothing,
 # not even a bookmark, for IDLE_MARGIN seconds beyond that: a watch that silently stopped.
@@ -78,37 +72,6 @@ def retry_delay(failures, rand=random.random):
         return 0.0
     base = min(RETRY_MAX, RETRY_FIRST * 2 ** (failures - 1))
     return base * (0.5 + rand() / 2)
-
-
-def watch(client, res, resource_version, namespace=None, label_selector=None, timeout=WATCH_TIMEOUT, stop=None,
-          idle=None, opened=None):
-    """Yield (type, object) from one WATCH request until the server closes it or `stop` is set.
-    Bookmarks are yielded too (type BOOKMARK): they carry the resourceVersion to resume from.
-    Raises Gone on 410, transport.TransportError when nothing arrived for `idle` seconds."""
-    query = {"watch": "1", "resourceVersion": resource_version, "allowWatchBookmarks": "true",
-             "timeoutSeconds": str(int(timeout))}
-    if label_selector:
-        query["labelSelector"] = label_selector
-    resp = client.stream(client.path(res, namespace) + "?" + urlencode(query), read_timeout=idle or timeout + IDLE_MARGIN)
-    try:
-        if resp.status != 200:
-            body = resp.read()
-            if resp.status == 410:
-                raise Gone()
-            raise KubeError("WATCH %s: %d %s" % (client.path(res, namespace), resp.status, body[:300]), resp.status)
-        if opened is not None:
-            opened()
-        for line in lines(resp.chunks(8192)):
-            event = json.loads(line)
-            if event.get("type") == "ERROR":
-                if (event.get("object") or {}).get("code") == 410:
-                    raise Gone()
-                raise KubeError("WATCH %s: %s" % (res.plural, (event.get("object") or {}).get("message")))
-            yield event["type"], event["object"]
-            if stop is not None and stop.is_set():
-                return
-    finally:
-        resp.close()
 
 
 class Informer(threading.Thread):
@@ -198,8 +161,8 @@ class Informer(threading.Thread):
         """One WATCH request from self.version, until it ends."""
         timeout = self.timeout * (1 + random.random())
         self.watches += 1
-        for kind, obj in watch(self.client, self.res, self.version, self.namespace, self.label_selector,
-                               timeout=timeout, stop=self.stop, opened=self._opened):
+        for kind, obj in self.client.watch(self.res, self.version, timeout, self.label_selector, self.namespace,
+                                           idle=timeout + IDLE_MARGIN, stop=self.stop, opened=self._opened):
             self.beat = time.monotonic()
             self.failing = 0
             self.version = (obj.get("metadata") or {}).get("resourceVersion") or self.version

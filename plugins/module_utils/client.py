@@ -69,6 +69,10 @@ class UnknownKind(KubeError):
     pass
 
 
+class Gone(KubeError):
+    """A watch's resourceVersion is too old (410 Gone): list again."""
+
+
 def _truthy(value):
     if isinstance(value, bool):
         return value
@@ -351,26 +355,36 @@ class Client:
         query = {"propagationPolicy": "Background", "dryRun": "All" if dry_run else None}
         return self.request("DELETE", self.path(res, namespace, name), query=query, allow=(404,))
 
-    def watch(self, res, resource_version, timeout=60, label_selector=None):
-        """Yield (event type, object) for the changes to one kind after `resource_version`, for at
-        most `timeout` seconds (the server ends the stream then). A failed request raises KubeError."""
+    def watch(self, res, resource_version, timeout=60, label_selector=None, namespace=None, idle=None, stop=None,
+              opened=None):
+        """Yield (event type, object) of one WATCH of one kind after `resource_version`, bookmarks
+        included (type BOOKMARK: it carries the resourceVersion to resume from), for at most
+        `timeout` seconds (the server ends the stream then). `opened()` is called once the server
+        has accepted the watch; the watch ends after an event when `stop` (an Event) is set.
+        Raises Gone on 410 (the answer, or an ERROR event), KubeError when the server refuses the
+        watch or sends another ERROR event, and transport.TransportError when the connection
+        fails or nothing, not even a bookmark, arrives for `idle` seconds (timeout + 10 unless given)."""
         query = {"watch": "1", "resourceVersion": resource_version, "labelSelector": label_selector,
                  "timeoutSeconds": str(max(1, int(timeout))), "allowWatchBookmarks": "true"}
         self.requests += 1
-        try:
-            resp = self.stream(self.path(res) + _query(query), read_timeout=max(1, int(timeout)) + 10)
-        except TransportError as err:
-            raise KubeError("watch of %s failed: %s" % (res.plural, err))
+        path = self.path(res, namespace)
+        resp = self.stream(path + _query(query), read_timeout=idle or max(1, int(timeout)) + 10)
         try:
             if resp.status >= 300:
                 body = _decode(resp.read())
-                raise KubeError("watch of %s: %d %s" % (res.plural, resp.status, body.get("message", "")),
-                                resp.status, body)
+                error = Gone if resp.status == 410 else KubeError
+                raise error("WATCH %s: %d %s" % (path, resp.status, body.get("message", "")), resp.status, body)
+            if opened is not None:
+                opened()
             for line in lines(resp.chunks()):
                 event = json.loads(line)
-                yield event.get("type"), event.get("object") or {}
-        except TransportError as err:
-            raise KubeError("watch of %s failed: %s" % (res.plural, err))
+                kind, obj = event.get("type"), event.get("object") or {}
+                if kind == "ERROR":
+                    error = Gone if obj.get("code") == 410 else KubeError
+                    raise error("WATCH %s: %s" % (path, obj.get("message", "")), obj.get("code") or 0, obj)
+                yield kind, obj
+                if stop is not None and stop.is_set():
+                    return
         finally:
             resp.close()
 

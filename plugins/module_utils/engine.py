@@ -24,6 +24,7 @@ from contextlib import contextmanager
 
 from ansible_collections.kfocp.kubeflow.plugins.module_utils import objects as o
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import KubeError, UnknownKind
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.transport import TransportError
 
 CREATED, UPDATED, UNCHANGED, DELETED, RELEASED, SKIPPED, FAILED, CONFLICT = (
     "created", "updated", "unchanged", "deleted", "released", "skipped", "failed", "conflict")
@@ -835,8 +836,8 @@ class Engine:
         while pending and time.monotonic() < deadline:
             try:
                 since = self._watch_crds(res, pending, since, deadline)
-            except KubeError:
-                since = None  # too old a resource version, or no watch allowed: read them once, then watch anew
+            except (KubeError, TransportError):
+                since = None  # too old a resource version, no watch allowed, or no answer: read them once, then watch anew
                 for name, crd in zip(list(pending), self._pool(lambda n: self.client.get(res, n), list(pending))):
                     if _established(crd):
                         pending.pop(name)
@@ -871,8 +872,6 @@ class Engine:
         # short windows: a proxy that buffers whole answers still passes each within seconds
         window = max(1, min(_WATCH_WINDOW, deadline - time.monotonic()))
         for kind, crd in self.client.watch(res, since, timeout=window):
-            if kind == "ERROR":
-                raise KubeError("watch of CRDs: %s" % crd.get("message", crd), crd.get("code") or 0, crd)
             since = (crd.get("metadata") or {}).get("resourceVersion") or since
             name = (crd.get("metadata") or {}).get("name")
             if kind in ("ADDED", "MODIFIED") and name in pending and _established(crd):
