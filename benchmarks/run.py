@@ -417,7 +417,7 @@ def plan(args):
     unknown = [m for m in methods if m not in LABELS]
     if unknown:
         raise SystemExit("unknown methods %s; known: %s" % (", ".join(unknown), ", ".join(LABELS)))
-    loop_n = min(sizes) if args.sizes else profile["loop_n"]
+    loop_n = args.loop_n or (min(sizes) if args.sizes else profile["loop_n"])
     list_max = max(sizes) if args.sizes else profile["list_max"]
     pairs = [("k8s-loop", loop_n)] if "k8s-loop" in methods else []
     for n in sizes:
@@ -445,6 +445,8 @@ def main(argv=None):
     for key in SETTINGS:
         parser.add_argument("--" + key.replace("_", "-"), type=int, help="instead of the set's %s" % key)
     parser.add_argument("--clusters", help="cluster counts, comma-separated, instead of the set's")
+    parser.add_argument("--loop-n", type=int, help="case 1's N (one module run per object), instead of the "
+                        "smallest size")
     args = parser.parse_args(argv)
     profile, pairs = plan(args)
     weights = args.render_weights.split(",")

@@ -1,4 +1,4 @@
-"""The benchmark harness (make bench) at a tiny size, so that it cannot rot: three methods at N=3,
+"""The benchmark harness (make bench) at a tiny size, so that it cannot rot: six methods at N=3 (case 1 at N=1),
 each on a fresh control plane of its own, then the table, the targets, the JSON and the plot.
 It asserts that the harness works and counts right, never a timing."""
 import json
@@ -10,7 +10,7 @@ from helpers import ROOT
 
 def test_the_benchmark_harness_runs_at_a_tiny_size(tmp_path):
     methods = "k8s-loop,k8s-list,kfocp-apply,kfocp-roles,limit,limit-roles"
-    cmd = [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--sizes", "3", "--methods", methods,
+    cmd = [sys.executable, str(ROOT / "benchmarks" / "run.py"), "--sizes", "3", "--loop-n", "1", "--methods", methods,
            "--case2-repeats", "1", "--no-operator", "--no-clusters", "--no-render", "--no-fleet", "--out", str(tmp_path)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1200, cwd=ROOT, check=False)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -18,7 +18,7 @@ def test_the_benchmark_harness_runs_at_a_tiny_size(tmp_path):
     rows = dict((row["method"], row) for row in doc["rows"])
     assert set(rows) == {"k8s-loop", "k8s-list", "kfocp-apply", "kfocp-roles", "limit", "limit-roles"}
     assert rows["k8s-loop"]["noop_s"] is None  # case 1 has no no-op re-run: one module per object
-    assert rows["k8s-loop"]["objects"] == 3 * 12
+    assert rows["k8s-loop"]["objects"] == 1 * 12 and rows["k8s-loop"]["n"] == 1
     assert rows["limit"]["objects"] == 3 * 12
     # the roles' own reference writes what the roles write: each profile's 12 objects (and the
     # patch of the one other namespace there is)
