@@ -149,12 +149,9 @@ def test_the_fleet_recipe_syncs_prunes_heals_and_does_not_fight_the_operator(wor
 
     # the self-heal sync writes its result when the operation ends, which may be after the object
     # is put back
-    def reported():
-        state = (argo.application(app).get("status") or {}).get("operationState") or {}
-        history = (state.get("syncResult") or {}).get("resources") or []
-        return state.get("phase") == "Succeeded" and any(r["kind"] == "ConfigMap" and r["name"] == name
-                                                         for r in history)
-    wait_for(reported, 60, what="Argo CD's self-heal sync to end reporting ConfigMap %s/%s" % (namespace, name))
+    state = argo.wait_synced(app, 60)["status"]["operationState"]
+    history = state["syncResult"]["resources"]
+    assert any(r["kind"] == "ConfigMap" and r["name"] == name for r in history), history
 
     # a component switched to removed is pruned by Argo CD, and only it
     before = labelled(kube, "kfocp.io/instance=" + instance)
