@@ -100,11 +100,16 @@ def port_taken_first(monkeypatch, module):
         yield port
 
 
-def _launch():
-    """operator/hack/launch.py, the way every test and benchmark runs the operator."""
+def _operator_path():
+    """The operator's package and operator/hack importable."""
     for path in (ROOT / "operator", ROOT / "operator" / "hack"):
         if str(path) not in sys.path:
             sys.path.insert(0, str(path))
+
+
+def _launch():
+    """operator/hack/launch.py, the way every test and benchmark runs the operator."""
+    _operator_path()
     import launch
     return launch
 
@@ -324,15 +329,16 @@ if __name__ == "__main__":
     sys.exit(_main())
 
 
+def site_roles():
+    """The short names of the roles site.yml runs, in order, read as the operator reads them."""
+    _operator_path()
+    from kfocp_operator.playbook import playbook_roles
+    return playbook_roles(PLAYBOOKS / "site.yml")
+
+
 def only_roles(*keep):
     """Extravars that turn off every role of site.yml except `keep` (kfocp_<role>_enabled: false)."""
-    import yaml
-    roles = []
-    for play in yaml.safe_load((PLAYBOOKS / "site.yml").read_text()):
-        for entry in play.get("roles") or []:
-            name = entry["role"] if isinstance(entry, dict) else entry
-            roles.append(name.split(".")[-1])
-    return dict(("kfocp_%s_enabled" % role, False) for role in roles if role not in keep)
+    return dict(("kfocp_%s_enabled" % role, False) for role in site_roles() if role not in keep)
 
 
 # ---------------------------------------------------------------- playing the installer's machine API

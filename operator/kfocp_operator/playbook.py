@@ -59,7 +59,8 @@ def inventory(python=None):
 
 
 def playbook_roles(path, seen=None):
-    """The roles a playbook runs, in order, following import_playbook (short names)."""
+    """The roles a playbook runs, in order, following import_playbook (short names): a play's
+    roles: entries, then the roles its tasks include one by one from its __kfocp_roles."""
     seen = seen if seen is not None else set()
     path = Path(path)
     if path in seen or not path.exists():
@@ -78,6 +79,7 @@ def playbook_roles(path, seen=None):
             name = entry.get("role") or entry.get("name") if isinstance(entry, dict) else entry
             if name:
                 roles.append(str(name).rsplit(".", 1)[-1])
+        roles += [str(name) for name in (play.get("vars") or {}).get("__kfocp_roles") or []]
     return roles
 
 

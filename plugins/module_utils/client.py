@@ -339,6 +339,25 @@ class Client:
     def get(self, res, name, namespace=None):
         return self.request("GET", self.path(res, namespace, name), allow=(404,))
 
+    def find(self, api_version, kind, name=None, namespace=None, label_selector=None, field_selector=None):
+        """(api_found, objects), as kubernetes.core.k8s_info finds them: the object named `name`
+        (none when it does not exist), or the objects the selectors match in `namespace` (every
+        namespace when it is None), each with its apiVersion and kind as the kubernetes client sets
+        them on a list's items. api_found is False, with no objects, when the server does not serve
+        the kind."""
+        try:
+            res = self.resource(api_version, kind)
+        except UnknownKind:
+            return False, []
+        if name:
+            found = self.get(res, name, namespace)
+            return True, [found] if found is not None else []
+        items = self.list(res, label_selector, namespace, field_selector=field_selector)
+        for item in items:
+            item.setdefault("apiVersion", api_version)
+            item.setdefault("kind", kind)
+        return True, items
+
     def list(self, res, label_selector=None, namespace=None, metadata_only=False, field_selector=None):
         query = {"labelSelector": label_selector, "fieldSelector": field_selector}
         accept = METADATA_ACCEPT if metadata_only else "application/json"

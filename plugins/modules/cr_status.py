@@ -21,6 +21,7 @@ description:
 author: kfocp contributors (@kfocp)
 extends_documentation_fragment:
   - kfocp.kubeflow.auth
+  - kfocp.kubeflow.group_defaults
 options:
   api_version:
     description: The apiVersion of the resource.
@@ -57,15 +58,6 @@ options:
         that key; keys not given are left as they are.
     type: dict
     default: {}
-  instance:
-    description: The install name. Accepted, and not used, so that the module shares C(module_defaults) with the C(kfocp) group.
-    type: str
-    default: kfocp
-  report:
-    description: Accepted, and not used, so that the module shares C(module_defaults) with the C(kfocp) group.
-    type: str
-    choices: [changed, all]
-    default: changed
   field_manager:
     description: The field manager recorded for the status update.
     type: str

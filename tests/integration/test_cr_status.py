@@ -4,9 +4,8 @@ import textwrap
 import time
 
 import pytest
-import yaml
 
-from helpers import ROOT
+from helpers import ROOT, only_roles, site_roles
 
 CRD = ROOT / "operator" / "config" / "crd" / "bases" / "kfocp.io_kubeflows.yaml"
 
@@ -125,17 +124,9 @@ def test_missing_resource_is_a_clear_error(playbook, kube, kubeflow, tmp_path):
     assert "Kubeflow %s/nothing-here not found" % kubeflow in result.stdout
 
 
-def site_roles():
-    """The short names of the roles in playbooks/site.yml."""
-    plays = yaml.safe_load((ROOT / "playbooks" / "site.yml").read_text())
-    return [r["role"].split(".")[-1] for r in plays[0]["roles"]]
-
-
 def only_scc(instance):
     """Extravars that run the scc role with no grant and turn every other role off."""
-    extra = {"kfocp_instance": instance, "scc_grants": []}
-    extra.update(("kfocp_%s_enabled" % role, False) for role in site_roles() if role != "scc")
-    return extra
+    return dict(only_roles("scc"), kfocp_instance=instance, scc_grants=[])
 
 
 def operator_vars(kube, namespace, instance):
