@@ -1,7 +1,7 @@
 # -*- coding: utf-8 -*-
 # Copyright: kfocp contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Option specs shared by the modules; documented in doc_fragments/auth.py and apply.py."""
+"""Option specs shared by the modules; documented in doc_fragments/auth.py, group_defaults.py and apply.py."""
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
@@ -18,6 +18,13 @@ AUTH_ARGS = {
     "client_key": {"type": "path", "aliases": ["key_file"], "no_log": False},
     "validate_certs": {"type": "bool", "aliases": ["verify_ssl"]},
     "proxy": {"type": "str"},
+}
+
+# What the kfocp group's module_defaults pass that a module which applies nothing (cr_status, info)
+# accepts and does not use.
+GROUP_DEFAULTS_ARGS = {
+    "instance": {"type": "str", "default": "kfocp"},
+    "report": {"type": "str", "choices": ["changed", "all"], "default": "changed"},
 }
 
 ENGINE_ARGS = {

@@ -100,14 +100,15 @@ patch:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kfocp.kubeflow.plugins.module_utils.args import AUTH_ARGS, argspec, auth_params
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.args import (AUTH_ARGS, GROUP_DEFAULTS_ARGS, argspec,
+                                                                          auth_params)
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import Client, KubeError
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.objects import DefinitionError
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.status import StatusError, StatusWriter
 
 
 def main():
-    spec = argspec(AUTH_ARGS, {
+    spec = argspec(AUTH_ARGS, GROUP_DEFAULTS_ARGS, {
         "api_version": {"type": "str", "default": "kfocp.io/v1alpha1"},
         "kind": {"type": "str", "default": "Kubeflow"},
         "name": {"type": "str", "required": True},
@@ -115,8 +116,6 @@ def main():
         "conditions": {"type": "list", "elements": "dict", "default": []},
         "observed_generation": {"type": "int"},
         "status": {"type": "dict", "default": {}},
-        "instance": {"type": "str", "default": "kfocp"},
-        "report": {"type": "str", "choices": ["changed", "all"], "default": "changed"},
         "field_manager": {"type": "str", "default": "kfocp"},
     })
     module = AnsibleModule(argument_spec=spec, supports_check_mode=True)

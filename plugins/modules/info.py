@@ -81,20 +81,19 @@ api_found:
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.kfocp.kubeflow.plugins.module_utils.args import AUTH_ARGS, argspec, auth_params
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.args import (AUTH_ARGS, GROUP_DEFAULTS_ARGS, argspec,
+                                                                          auth_params)
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import Client, KubeError
 
 
 def main():
-    spec = argspec(AUTH_ARGS, {
+    spec = argspec(AUTH_ARGS, GROUP_DEFAULTS_ARGS, {
         "api_version": {"type": "str", "default": "v1"},
         "kind": {"type": "str", "required": True},
         "name": {"type": "str"},
         "namespace": {"type": "str"},
         "label_selectors": {"type": "list", "elements": "str", "default": []},
         "field_selectors": {"type": "list", "elements": "str", "default": []},
-        "instance": {"type": "str", "default": "kfocp"},
-        "report": {"type": "str", "choices": ["changed", "all"], "default": "changed"},
     })
     module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
     params = module.params
