@@ -21,14 +21,14 @@ AUTH_ARGS = {
 }
 
 # What the kfocp group's module_defaults pass that a module which applies nothing (cr_status, info)
-# accepts and does not use.
+# accepts and does not use; the modules that apply take the same two (ENGINE_ARGS, SET_ARGS).
 GROUP_DEFAULTS_ARGS = {
     "instance": {"type": "str", "default": "kfocp"},
     "report": {"type": "str", "choices": ["changed", "all"], "default": "changed"},
 }
 
 ENGINE_ARGS = {
-    "instance": {"type": "str", "default": "kfocp"},
+    "instance": GROUP_DEFAULTS_ARGS["instance"],
     "set": {"type": "str"},
     "field_manager": {"type": "str", "default": "kfocp"},
     "force": {"type": "bool", "default": False},
@@ -41,7 +41,7 @@ ENGINE_ARGS = {
 SET_ARGS = {
     "state": {"type": "str", "choices": ["present", "absent"], "default": "present"},
     "prune": {"type": "bool", "default": False},
-    "report": {"type": "str", "choices": ["changed", "all"], "default": "changed"},
+    "report": GROUP_DEFAULTS_ARGS["report"],
     "prune_max_share": {"type": "float"},
 }
 
