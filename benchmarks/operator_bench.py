@@ -109,7 +109,8 @@ def run(workdir, burst=200, watch=2000, timeout=600):
                  % operator.log_path)
         kinds = measure.policy_kinds(VARIABLES)
         rss_ready = operator.rss()
-        names = ["team-%05d" % i for i in range(max(burst, watch))]
+        watched = max(burst, watch)
+        names = ["team-%05d" % i for i in range(watched)]
         load = os.getloadavg()[0]
         started, created = time.time(), {}
         latencies = measure.burst(kube, names[:burst], CR_NAME, kinds, timeout=timeout, created=created)
@@ -125,7 +126,7 @@ def run(workdir, burst=200, watch=2000, timeout=600):
         rest = measure.burst(kube, names[burst:watch], CR_NAME, kinds, timeout=timeout, workers=16)
         if len(rest) < watch - burst:
             raise RuntimeError("%d namespaces got no policies within %ds" % (watch - burst - len(rest), timeout))
-        figures["watch"] = {"namespaces": max(burst, watch), "fill_s": round(time.monotonic() - started, 1),
+        figures["watch"] = {"namespaces": watched, "fill_s": round(time.monotonic() - started, 1),
                             "rss_mib": round(operator.rss() / 2.0 ** 20, 1),
                             "rss_ready_mib": round(rss_ready / 2.0 ** 20, 1),
                             "load1": round(os.getloadavg()[0], 2)}
