@@ -164,9 +164,11 @@ class Engine:
 
     # ------------------------------------------------------------ public operations
 
-    def apply(self, definitions, prune=False):
+    def apply(self, definitions, prune=False, prune_kinds=None):
         """Make the API hold `definitions`; with `prune`, delete what this set owned before and no
-        longer wants. Bad input fails before any change."""
+        longer wants. Bad input fails before any change. `prune_kinds`, when given, are the kinds
+        ((group, kind)) the set can hold besides those it applies now: prune looks for its objects
+        in those only, instead of in every served kind (see _scan_kinds)."""
         result = Result()
         self._lists = {}  # the live state is read anew by every run
         self._prune = prune
@@ -181,8 +183,10 @@ class Engine:
             if prune:
                 if not self.set:
                     raise o.DefinitionError("prune needs a set: the objects it may delete are those of the same set")
+                only = None if prune_kinds is None else \
+                    set(prune_kinds) | set(key[:2] for key in wanted)
                 with result.timed("prune"):
-                    self._delete_owned(wanted, result, self.set, self.max_prune_share)
+                    self._delete_owned(wanted, result, self.set, self.max_prune_share, only)
         finally:
             self.end_prescan()
             self._prescanned = {}
@@ -683,13 +687,16 @@ class Engine:
             return FAILED, self._explain(err)
         return RELEASED, None
 
-    def _scan_kinds(self):
-        """One served version of every kind that can be listed and deleted."""
+    def _scan_kinds(self, only=None):
+        """One served version of every kind that can be listed and deleted, or of those of them
+        `only` names ((group, kind)): a set whose builder tells every kind it makes is looked for
+        in a few kinds, not in the hundreds an OpenShift cluster serves."""
         seen = set()
         kinds = []
         for (api_version, kind), res in self.client.resources().items():
             group = o.group_version(api_version)[0]
-            if (group, res.plural) in seen or (api_version, kind) in _NEVER_SCAN:
+            if (group, res.plural) in seen or (api_version, kind) in _NEVER_SCAN \
+                    or (only is not None and (group, kind) not in only):
                 continue
             if "list" in res.verbs and "delete" in res.verbs:
                 seen.add((group, res.plural))
@@ -718,10 +725,11 @@ class Engine:
             return self.client.list(res, label_selector=o.patched_selector(self.instance))
         return self.client.list(res, label_selector=o.owner_selector(self.instance, set_name), metadata_only=True)
 
-    def _delete_owned(self, wanted, result, set_name, max_share=None):
+    def _delete_owned(self, wanted, result, set_name, max_share=None, only=None):
         """Delete what kfocp owns in `set_name` (all sets when None) and is not `wanted`; release
         what it patched there. Runs in reverse apply order. With `max_share`, refuses (before
-        any deletion) to empty more than that share of the set's namespaces (_guard_prune)."""
+        any deletion) to empty more than that share of the set's namespaces (_guard_prune).
+        `only` limits the kinds looked in (_scan_kinds)."""
         if result.errors:
             return
         doomed = []
@@ -751,7 +759,7 @@ class Engine:
                     found.append((res, live, shared))
             return found
 
-        for found in self._pool(scan, self._scan_kinds()):
+        for found in self._pool(scan, self._scan_kinds(only)):
             doomed.extend(found)
         if max_share is not None:
             self._guard_prune(doomed, seen, set_name, max_share, result)

@@ -150,7 +150,7 @@ def engine_from(params, auth, check_mode=False, diff=False, client=None):
 
 
 def run_engine(params, auth, check_mode=False, diff=False, build=None, no_log_values=None, client=None,
-               prescan=False):
+               prescan=False, prune_kinds=None):
     """Return (module result, error message or None), with every secret masked (mask_diff);
     `no_log_values`, the module's set, gets the secret values seen, so that Ansible masks them
     wherever else they would appear.
@@ -159,8 +159,10 @@ def run_engine(params, auth, check_mode=False, diff=False, build=None, no_log_va
     with state present (module_utils/tenancy.py); otherwise the definitions are params'.
     `client`, when given, is used instead of a new one made from `auth` (run_steps shares one).
     With `prescan` and prune, prune's reads start before the build and run while it does
-    (Engine.prescan): for a build that takes a while without the API server (a kustomize render)."""
-    out, error = _run(params, auth, check_mode, diff, build, client, prescan)
+    (Engine.prescan): for a build that takes a while without the API server (a kustomize render).
+    `prune_kinds`, every kind the build can make ((group, kind)), limits prune's search to them
+    (Engine.apply)."""
+    out, error = _run(params, auth, check_mode, diff, build, client, prescan, prune_kinds)
     forms = redacted_forms(list(params.get("redact") or []) + [params.get("api_key")])
     seen = set()
     for entry in out.get("diff") or []:
@@ -181,7 +183,7 @@ def run_engine(params, auth, check_mode=False, diff=False, build=None, no_log_va
     return out, error
 
 
-def _run(params, auth, check_mode, diff, build, client=None, prescan=False):
+def _run(params, auth, check_mode, diff, build, client=None, prescan=False, prune_kinds=None):
     report = params.get("report") or "changed"
     extra = {}
     try:
@@ -200,7 +202,7 @@ def _run(params, auth, check_mode, diff, build, client=None, prescan=False):
                 if build is not None:
                     definitions, extra = build(engine.client, check_mode=check_mode, **params)
                 built = round(time.monotonic() - started, 3)
-                result = engine.apply(definitions, prune=params.get("prune", False))
+                result = engine.apply(definitions, prune=params.get("prune", False), prune_kinds=prune_kinds)
                 if build is not None:  # the build's own stages, when it tells them
                     result.timing = dict(extra.pop("timing", None) or {"build": built}, **result.timing)
             finally:
@@ -217,9 +219,10 @@ def _run(params, auth, check_mode, diff, build, client=None, prescan=False):
 _CONCATENATED = ("objects", "diff", "adopted", "left_alone", "failures")
 
 
-def run_steps(params, auth, steps, check_mode=False, diff=False, builds=None, no_log_values=None):
+def run_steps(params, auth, steps, check_mode=False, diff=False, builds=None, no_log_values=None, kinds=None):
     """Apply several sets in one run, one after the other, as run_engine applies one: each step
-    ({build, set, prune, wait}) replaces those options of `params`. Stops at the first step that
+    ({build, set, prune, wait}) replaces those options of `params`; `kinds` gives each build's
+    prune_kinds (see run_engine). Stops at the first step that
     fails. Returns (the merged result, error message or None): the counts summed, the objects,
     diffs and warnings of every step, each step's extra results (orphans, pending, ...), and
     `steps`, what each step changed. The steps share one client: its connections and discovery."""
@@ -233,7 +236,8 @@ def run_steps(params, auth, steps, check_mode=False, diff=False, builds=None, no
         step_params = dict(params, **step)
         build = (builds or {}).get(step.get("build"))
         out, error = run_engine(step_params, auth, check_mode, diff, no_log_values=no_log_values, client=client,
-                                build=functools.partial(build, memo=memo) if build else None)
+                                build=functools.partial(build, memo=memo) if build else None,
+                                prune_kinds=(kinds or {}).get(step.get("build")))
         if out.get("changed"):
             memo.clear()
         merged = merge_results(merged, out)

@@ -137,3 +137,20 @@ BUILDS = {
     "profiles_access": build_profiles_access,
     "namespace_policies": build_namespace_policies,
 }
+
+# Every kind ((group, kind)) each build makes or patches, whatever its settings: prune looks for a
+# set's objects that are no longer desired in these kinds only, not in every kind the cluster
+# serves (about 85 on the local plane, hundreds on OpenShift, two LISTs each and set). Removing a
+# kind from a builder means keeping it here until no install can still hold its objects.
+# tests/unit/test_tenancy_kinds.py runs the builders over their settings and fails on a kind
+# missing here. An uninstall (state absent) still looks in every kind.
+_RBAC = "rbac.authorization.k8s.io"
+_ISTIO = "security.istio.io"
+KINDS = {
+    "profiles": (("kubeflow.org", "Profile"),),
+    "profiles_access": ((_RBAC, "RoleBinding"), (_ISTIO, "AuthorizationPolicy")),
+    "namespace_policies": (("", "Namespace"), ("", "ServiceAccount"), ("", "LimitRange"),
+                           ("networking.k8s.io", "NetworkPolicy"), (_RBAC, "RoleBinding"), (_ISTIO, "AuthorizationPolicy"),
+                           ("maistra.io", "ServiceMeshMember"), ("maistra.io", "ServiceMeshMemberRoll"),
+                           ("mutations.gatekeeper.sh", "AssignMetadata")),
+}

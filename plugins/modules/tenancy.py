@@ -71,7 +71,11 @@ options:
     choices: [present, absent]
     default: present
   prune:
-    description: Delete objects of this O(instance) and O(set) that are no longer desired.
+    description:
+      - Delete objects of this O(instance) and O(set) that are no longer desired.
+      - They are looked for among the kinds the build can make (Profiles; RoleBindings and
+        AuthorizationPolicies; the namespace policies' kinds), not in every served kind. O(state=absent)
+        looks in every served kind.
     type: bool
     default: false
   wait:
@@ -163,7 +167,7 @@ from ansible.module_utils.basic import AnsibleModule
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.args import (
     AUTH_ARGS, ENGINE_ARGS, SET_ARGS, argspec, auth_params)
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.runner import run_engine, run_steps
-from ansible_collections.kfocp.kubeflow.plugins.module_utils.tenancy import BUILDS
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.tenancy import BUILDS, KINDS
 
 
 def main():
@@ -182,10 +186,12 @@ def main():
                            mutually_exclusive=[("build", "steps")])
     if module.params["steps"]:
         result, error = run_steps(module.params, auth_params(module.params), module.params["steps"],
-                                  module.check_mode, module._diff, builds=BUILDS, no_log_values=module.no_log_values)
+                                  module.check_mode, module._diff, builds=BUILDS, no_log_values=module.no_log_values,
+                                  kinds=KINDS)
     else:
         result, error = run_engine(module.params, auth_params(module.params), module.check_mode, module._diff,
-                                   build=BUILDS[module.params["build"]], no_log_values=module.no_log_values)
+                                   build=BUILDS[module.params["build"]], no_log_values=module.no_log_values,
+                                   prune_kinds=KINDS[module.params["build"]])
     if error:
         module.fail_json(msg=error, **result)
     module.exit_json(**result)

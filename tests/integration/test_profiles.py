@@ -209,7 +209,7 @@ def test_one_module_run_reads_the_profiles_inputs_once_when_the_profiles_are_as_
     namespaces the Profiles step read, unless that step changed a Profile."""
     from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import Client
     from ansible_collections.kfocp.kubeflow.plugins.module_utils.runner import run_steps
-    from ansible_collections.kfocp.kubeflow.plugins.module_utils.tenancy import BUILDS
+    from ansible_collections.kfocp.kubeflow.plugins.module_utils.tenancy import BUILDS, KINDS
     from helpers import ROOT
     monkeypatch.syspath_prepend(str(ROOT / "operator"))
     from kfocp_operator.fastpath import role_settings  # the role's settings, as the operator derives them
@@ -224,26 +224,31 @@ def test_one_module_run_reads_the_profiles_inputs_once_when_the_profiles_are_as_
     def run(variables):
         settings = role_settings(ROOT, "profiles", variables, instance)
         out, error = run_steps({"instance": instance, "state": "present", "settings": settings}, auth, steps,
-                               builds=BUILDS)
+                               builds=BUILDS, kinds=KINDS)
         assert error is None, error
         return out
 
     run(variables)
     play_profile_controller(control_plane, names)
     assert run(variables)["summary"]["created"] == 4  # a RoleBinding and an AuthorizationPolicy each
-    reads = []
+    reads, labelled = [], set()
     send = Client.request
 
     def recording(self, method, path, query=None, **kwargs):
         if method == "GET" and path in ("/apis/kubeflow.org/v1/profiles", "/api/v1/namespaces") \
                 and not (query or {}).get("labelSelector"):
             reads.append(path)
+        elif method == "GET" and (query or {}).get("labelSelector"):
+            labelled.add(path)
         return send(self, method, path, query=query, **kwargs)
 
     monkeypatch.setattr(Client, "request", recording)
     out = run(variables)
     assert not out["changed"] and [s["changed"] for s in out["steps"]] == [False, False]
     assert sorted(reads) == ["/api/v1/namespaces", "/apis/kubeflow.org/v1/profiles"]
+    # the access step's prune looks in the kinds it makes (tenancy.KINDS), not in every served kind
+    assert labelled == {"/apis/rbac.authorization.k8s.io/v1/rolebindings",
+                        "/apis/security.istio.io/v1/authorizationpolicies"}, sorted(labelled)
 
     del reads[:]
     variables["profiles_list"][0]["quota"] = {"cpu": "3"}
