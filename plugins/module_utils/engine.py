@@ -166,15 +166,18 @@ class Engine:
 
     def apply(self, definitions, prune=False, prune_kinds=None):
         """Make the API hold `definitions`; with `prune`, delete what this set owned before and no
-        longer wants. Bad input fails before any change. `prune_kinds`, when given, are the kinds
-        ((group, kind)) the set can hold besides those it applies now: prune looks for its objects
-        in those only, instead of in every served kind (see _scan_kinds)."""
+        longer wants. Bad input fails before any change. `prune_kinds`, when given, are every kind
+        ((group, kind)) the set can hold: prune looks for its objects in those only, instead of in
+        every served kind (see _scan_kinds), and a definition of this set of another kind fails
+        the run before any change (a later prune would not look for it)."""
         result = Result()
         self._lists = {}  # the live state is read anew by every run
         self._prune = prune
         try:
             with result.timed("plan"):
                 items = self._plan(definitions)
+                if prune_kinds is not None:
+                    check_kinds_declared(items, prune_kinds, self.set)
             wanted = set(_unversioned(item.ref) for item in items)
             self._apply_phases(items, result)
             self.end_prescan()  # prune reads what prescan read, once it is all in
@@ -183,10 +186,9 @@ class Engine:
             if prune:
                 if not self.set:
                     raise o.DefinitionError("prune needs a set: the objects it may delete are those of the same set")
-                only = None if prune_kinds is None else \
-                    set(prune_kinds) | set(key[:2] for key in wanted)
                 with result.timed("prune"):
-                    self._delete_owned(wanted, result, self.set, self.max_prune_share, only)
+                    self._delete_owned(wanted, result, self.set, self.max_prune_share,
+                                       None if prune_kinds is None else set(prune_kinds))
         finally:
             self.end_prescan()
             self._prescanned = {}
@@ -972,6 +974,19 @@ def _creators(live):
     managers = sorted(set(entry.get("manager") for entry in (live.get("metadata") or {}).get("managedFields") or []
                           if entry.get("manager")))
     return ", ".join(managers) or "an unknown writer"
+
+
+def check_kinds_declared(items, kinds, set_name):
+    """Raise DefinitionError when an item of `set_name` is of none of `kinds` ((group, kind))."""
+    outside = set(_kind(i.ref.api_version, i.ref.kind) for i in items if i.set == set_name) - set(kinds)
+    if outside:
+        raise o.DefinitionError("set %s holds objects of %s, which are not among the kinds its prune looks in (%s): "
+                                "add them to the set's kinds" % (set_name, _group_kinds(outside), _group_kinds(kinds)))
+
+
+def _group_kinds(kinds):
+    """Kinds ((group, kind)) as Kubernetes writes them: Kind.group, or Kind for the core group."""
+    return ", ".join(sorted(".".join(filter(None, (kind, group))) for group, kind in kinds))
 
 
 def _kind(api_version, kind):

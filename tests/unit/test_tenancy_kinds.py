@@ -3,7 +3,8 @@ declares (module_utils/tenancy.KINDS). A kind a builder makes and KINDS leaves o
 applied, but never pruned once its objects are no longer desired: each builder is run here over
 every choice of the settings that decide which kinds it makes, and every kind it gives must be
 declared for its build. Every declared kind is made by some choice, so the list does not grow
-stale either."""
+stale either. The engine holds every run to the list as well: an object of another kind fails the
+run before any change."""
 import itertools
 
 import pytest
@@ -12,6 +13,7 @@ import yaml
 from ansible_collections.kfocp.kubeflow.plugins.module_utils import objects as o
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import namespace_policies as np
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import profiles
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.engine import Item, check_kinds_declared
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.tenancy import BUILDS, KINDS
 from helpers import ROOT
 
@@ -86,3 +88,17 @@ def test_the_profiles_builds_make_only_their_declared_kinds(auto):
     # build_profiles applies the Profiles, build_profiles_access the rest (module_utils/tenancy.py)
     assert kinds_of([obj for obj in objs if obj["kind"] == "Profile"]) == set(KINDS["profiles"])
     assert kinds_of([obj for obj in objs if obj["kind"] != "Profile"]) == set(KINDS["profiles_access"])
+
+
+def items(*objs, set_name="namespace-policies"):
+    return [Item(i, obj, o.OWNED, set_name) for i, obj in enumerate(objs)]
+
+
+def test_an_object_of_a_kind_its_set_does_not_declare_fails_naming_the_kind():
+    limits = {"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "a", "namespace": "team-a"}}
+    quota = {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "q", "namespace": "team-a"}}
+    check_kinds_declared(items(limits), KINDS["namespace_policies"], "namespace-policies")
+    with pytest.raises(o.DefinitionError, match=r"set namespace-policies holds objects of ResourceQuota, .*LimitRange"):
+        check_kinds_declared(items(limits, quota), KINDS["namespace_policies"], "namespace-policies")
+    # an object that goes to another set (kfocp.io/set on it) is that set's to prune
+    check_kinds_declared(items(quota, set_name="namespaces"), KINDS["namespace_policies"], "namespace-policies")
