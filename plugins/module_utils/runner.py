@@ -183,10 +183,24 @@ def run_engine(params, auth, check_mode=False, diff=False, build=None, no_log_va
     return out, error
 
 
+def group_kinds(values, field="prune_kinds"):
+    """Kinds written Kind.group, or Kind for the core group, as (group, kind)."""
+    out = []
+    for value in values:
+        kind, _dot, group = str(value).partition(".")
+        if not kind[:1].isupper() or not kind.isalnum() or (_dot and not group):
+            raise DefinitionError("%s: %r is not a kind as Kind.group, or Kind for the core group "
+                                  "(for example RoleBinding.rbac.authorization.k8s.io, Namespace)" % (field, value))
+        out.append((group, kind))
+    return out
+
+
 def _run(params, auth, check_mode, diff, build, client=None, prescan=False, prune_kinds=None):
     report = params.get("report") or "changed"
     extra = {}
     try:
+        if prune_kinds is None and params.get("prune_kinds") is not None:
+            prune_kinds = group_kinds(params["prune_kinds"])
         engine = engine_from(params, auth, check_mode, diff, client)
         if params.get("state", "present") == "absent":
             if params.get("definitions"):

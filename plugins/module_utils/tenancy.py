@@ -142,7 +142,7 @@ BUILDS = {
 # set's objects that are no longer desired in these kinds only, not in every kind the cluster
 # serves (about 85 on the local plane, hundreds on OpenShift, two LISTs each and set). Removing a
 # kind from a builder means keeping it here until no install can still hold its objects.
-# tests/unit/test_tenancy_kinds.py runs the builders over their settings and fails on a kind
+# tests/unit/test_prune_kinds.py runs the builders over their settings and fails on a kind
 # missing here. An uninstall (state absent) still looks in every kind.
 _RBAC = "rbac.authorization.k8s.io"
 _ISTIO = "security.istio.io"

@@ -54,6 +54,17 @@ options:
     description: Delete objects of this O(instance) and O(set) that are no longer in O(definitions).
     type: bool
     default: false
+  prune_kinds:
+    description:
+      - Every kind this O(set) can hold, as C(Kind.group), or C(Kind) for the core group (for example
+        C(RoleBinding.rbac.authorization.k8s.io), C(Namespace)).
+      - With O(prune), the objects no longer desired are looked for in these kinds only, instead of in
+        every kind the cluster serves (two LISTs of each; a few hundred kinds on OpenShift).
+      - A definition of this O(set) of another kind fails the run before any change, so that no object
+        is made where a later prune would not look for it.
+      - O(state=absent) looks in every served kind whatever this option holds.
+    type: list
+    elements: str
   wait:
     description: With O(state=absent), wait until the deleted objects are gone.
     type: bool
@@ -160,6 +171,7 @@ def main():
         "definitions": {"type": "list", "elements": "dict", "default": []},
         "wait": {"type": "bool", "default": False},
         "redact": {"type": "list", "elements": "str", "default": [], "no_log": True},
+        "prune_kinds": {"type": "list", "elements": "str"},
     })
     module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
     # the values are masked as no_log options are; a Secret's data holds them base64-encoded

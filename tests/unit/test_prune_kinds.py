@@ -1,10 +1,16 @@
-"""Prune looks for a tenancy set's objects that are no longer desired only in the kinds its build
-declares (module_utils/tenancy.KINDS). A kind a builder makes and KINDS leaves out would be
-applied, but never pruned once its objects are no longer desired: each builder is run here over
-every choice of the settings that decide which kinds it makes, and every kind it gives must be
-declared for its build. Every declared kind is made by some choice, so the list does not grow
-stale either. The engine holds every run to the list as well: an object of another kind fails the
-run before any change."""
+"""Prune looks for a set's objects no longer desired only in the kinds the set declares.
+
+The tenancy builds declare theirs in module_utils/tenancy.KINDS. A kind a builder makes and KINDS
+leaves out would be applied, but never pruned once its objects are no longer desired: each builder
+is run here over every choice of the settings that decide which kinds it makes, and every kind it
+gives must be declared for its build. Every declared kind is made by some choice, so the list does
+not grow stale either. The engine holds every run to the list as well: an object of another kind
+fails the run before any change.
+
+The roles that apply with kfocp.kubeflow.apply give their sets' kinds as `prune_kinds`, Kind.group
+strings in their vars: each pruning task must, and each list must read as kinds. That a list holds
+every kind its role makes is held by the engine's check in every integration and molecule run of
+the role."""
 import itertools
 
 import pytest
@@ -14,6 +20,7 @@ from ansible_collections.kfocp.kubeflow.plugins.module_utils import objects as o
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import namespace_policies as np
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import profiles
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.engine import Item, check_kinds_declared
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.runner import group_kinds
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.tenancy import BUILDS, KINDS
 from helpers import ROOT
 
@@ -102,3 +109,30 @@ def test_an_object_of_a_kind_its_set_does_not_declare_fails_naming_the_kind():
         check_kinds_declared(items(limits, quota), KINDS["namespace_policies"], "namespace-policies")
     # an object that goes to another set (kfocp.io/set on it) is that set's to prune
     check_kinds_declared(items(quota, set_name="namespaces"), KINDS["namespace_policies"], "namespace-policies")
+
+
+def test_kinds_are_read_as_kind_dot_group_and_anything_else_is_refused_naming_the_option():
+    assert group_kinds(["RoleBinding.rbac.authorization.k8s.io", "Namespace", "Route.route.openshift.io"]) == [
+        ("rbac.authorization.k8s.io", "RoleBinding"), ("", "Namespace"), ("route.openshift.io", "Route")]
+    for wrong in ("rolebinding.rbac.authorization.k8s.io", "Namespace.", "v1/Namespace", ""):
+        with pytest.raises(o.DefinitionError, match="prune_kinds: .* is not a kind as Kind.group"):
+            group_kinds([wrong])
+
+
+def apply_tasks():
+    """Every kfocp.kubeflow.apply task of the roles, with its file."""
+    for path in sorted((ROOT / "roles").glob("*/tasks/*.yml")):
+        for task in yaml.safe_load(path.read_text()) or []:
+            for inner in [task] + list(task.get("block") or []):
+                if "kfocp.kubeflow.apply" in inner:
+                    yield path, inner["kfocp.kubeflow.apply"]
+
+
+def test_every_role_task_that_prunes_names_its_sets_kinds_and_each_list_reads():
+    pruning = [(path, args) for path, args in apply_tasks() if args.get("prune") is True]
+    assert len(pruning) >= 9, pruning
+    for path, args in pruning:
+        assert "prune_kinds" in args, "%s: the apply of set %s prunes without prune_kinds" % (path, args.get("set"))
+        var = args["prune_kinds"].strip("{} ")
+        role_vars = yaml.safe_load((path.parents[1] / "vars" / "main.yml").read_text())
+        assert group_kinds(role_vars[var]), (path, var)
