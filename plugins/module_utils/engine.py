@@ -981,12 +981,7 @@ def check_kinds_declared(items, kinds, set_name):
     outside = set(_kind(i.ref.api_version, i.ref.kind) for i in items if i.set == set_name) - set(kinds)
     if outside:
         raise o.DefinitionError("set %s holds objects of %s, which are not among the kinds its prune looks in (%s): "
-                                "add them to the set's kinds" % (set_name, _group_kinds(outside), _group_kinds(kinds)))
-
-
-def _group_kinds(kinds):
-    """Kinds ((group, kind)) as Kubernetes writes them: Kind.group, or Kind for the core group."""
-    return ", ".join(sorted(".".join(filter(None, (kind, group))) for group, kind in kinds))
+                                "add them to the set's kinds" % (set_name, o.group_kinds_text(outside), o.group_kinds_text(kinds)))
 
 
 def _kind(api_version, kind):

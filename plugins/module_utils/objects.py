@@ -99,6 +99,24 @@ def describe(r):
     return "%s %s" % (r.kind, where)
 
 
+def group_kinds(values, field="prune_kinds"):
+    """Kinds written Kind.group, or Kind for the core group, as (group, kind) (group_kinds_text's
+    inverse)."""
+    out = []
+    for value in values:
+        kind, dot, group = str(value).partition(".")
+        if not kind[:1].isupper() or not kind.isalnum() or (dot and not group):
+            raise DefinitionError("%s: %r is not a kind as Kind.group, or Kind for the core group "
+                                  "(for example RoleBinding.rbac.authorization.k8s.io, Namespace)" % (field, value))
+        out.append((group, kind))
+    return out
+
+
+def group_kinds_text(kinds):
+    """Kinds ((group, kind)) as Kubernetes writes them: Kind.group, or Kind for the core group."""
+    return ", ".join(sorted(".".join(filter(None, (kind, group))) for group, kind in kinds))
+
+
 def group_version(api_version):
     if "/" in api_version:
         group, version = api_version.split("/", 1)

@@ -13,7 +13,7 @@ import time
 
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import Client, KubeError
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.engine import ApplyError, Engine
-from ansible_collections.kfocp.kubeflow.plugins.module_utils.objects import DefinitionError
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.objects import DefinitionError, group_kinds
 
 
 MASK = "********"
@@ -181,18 +181,6 @@ def run_engine(params, auth, check_mode=False, diff=False, build=None, no_log_va
         echoed["settings"] = "%d setting(s), not echoed" % len(params.get("settings") or {})
     out["invocation"] = {"module_args": echoed}
     return out, error
-
-
-def group_kinds(values, field="prune_kinds"):
-    """Kinds written Kind.group, or Kind for the core group, as (group, kind)."""
-    out = []
-    for value in values:
-        kind, _dot, group = str(value).partition(".")
-        if not kind[:1].isupper() or not kind.isalnum() or (_dot and not group):
-            raise DefinitionError("%s: %r is not a kind as Kind.group, or Kind for the core group "
-                                  "(for example RoleBinding.rbac.authorization.k8s.io, Namespace)" % (field, value))
-        out.append((group, kind))
-    return out
 
 
 def _run(params, auth, check_mode, diff, build, client=None, prescan=False, prune_kinds=None):

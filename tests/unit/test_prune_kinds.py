@@ -20,7 +20,6 @@ from ansible_collections.kfocp.kubeflow.plugins.module_utils import objects as o
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import namespace_policies as np
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import profiles
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.engine import Item, check_kinds_declared
-from ansible_collections.kfocp.kubeflow.plugins.module_utils.runner import group_kinds
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.tenancy import BUILDS, KINDS
 from helpers import ROOT
 
@@ -112,11 +111,11 @@ def test_an_object_of_a_kind_its_set_does_not_declare_fails_naming_the_kind():
 
 
 def test_kinds_are_read_as_kind_dot_group_and_anything_else_is_refused_naming_the_option():
-    assert group_kinds(["RoleBinding.rbac.authorization.k8s.io", "Namespace", "Route.route.openshift.io"]) == [
+    assert o.group_kinds(["RoleBinding.rbac.authorization.k8s.io", "Namespace", "Route.route.openshift.io"]) == [
         ("rbac.authorization.k8s.io", "RoleBinding"), ("", "Namespace"), ("route.openshift.io", "Route")]
     for wrong in ("rolebinding.rbac.authorization.k8s.io", "Namespace.", "v1/Namespace", ""):
         with pytest.raises(o.DefinitionError, match="prune_kinds: .* is not a kind as Kind.group"):
-            group_kinds([wrong])
+            o.group_kinds([wrong])
 
 
 def apply_tasks():
@@ -135,4 +134,4 @@ def test_every_role_task_that_prunes_names_its_sets_kinds_and_each_list_reads():
         assert "prune_kinds" in args, "%s: the apply of set %s prunes without prune_kinds" % (path, args.get("set"))
         var = args["prune_kinds"].strip("{} ")
         role_vars = yaml.safe_load((path.parents[1] / "vars" / "main.yml").read_text())
-        assert group_kinds(role_vars[var]), (path, var)
+        assert o.group_kinds(role_vars[var]), (path, var)
