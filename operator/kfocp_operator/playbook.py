@@ -153,7 +153,8 @@ class EventRecorder:
             message = _message(res)
             self.result.failures.append("%s: %s" % (where, message))
             per_role.setdefault("message", "%s: %s" % (task, message))
-            if str(data.get("task_action", "")).endswith("validate_argument_spec"):
+            # a role's variables against its argument specs: when it starts, or in the pre-flight
+            if str(data.get("task_action", "")).endswith(("validate_argument_spec", "role_inputs")):
                 self.result.invalid_spec = True
             self.log.error("[%s] %s: %s", where, counted, message)
         else:

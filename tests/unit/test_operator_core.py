@@ -336,6 +336,14 @@ def test_events_are_counted_per_role_with_failures():
     assert result.invalid_spec
 
 
+def test_the_pre_flight_check_of_argument_specs_is_an_invalid_spec():
+    result = RunResult("site.yml")
+    EventRecorder(result)({"event": "runner_on_failed", "event_data": {
+        "role": "kfocp.kubeflow.gpu", "task": "Check the variables of the gpu role against its argument specs",
+        "task_action": "kfocp.kubeflow.role_inputs", "res": {"msg": "bad", "argument_errors": ["y is wrong"]}}})
+    assert result.invalid_spec and result.failures[0].endswith("y is wrong")
+
+
 def test_a_change_made_by_a_no_log_task_is_counted(tmp_path):
     """The real ansible-runner: it replaces a no_log task's result by {"censored": ...} in its
     events (ansible_runner/display_callback/callback/awx_display.py, capture_event_data), so the
