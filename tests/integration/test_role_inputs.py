@@ -1,8 +1,8 @@
 """kfocp.kubeflow.role_inputs against ansible-core's own check of a role's variables
 (ansible.builtin.validate_argument_spec, what a role runs when it starts): for every entry point
 of every role, the same variables, wrong in every way the spec's types and choices allow, and once
-as the examples of the spec, give the same errors from both, one task beside the other. No cluster
-is needed: both run on the controller."""
+as templates that render to a number, give the same outcome and errors from both, one task beside
+the other. No cluster is needed: both run on the controller."""
 import json
 import re
 
@@ -49,7 +49,7 @@ def cases(role):
             if value is not None:
                 wrong[name] = value
         out.append((entry_point, wrong, "wrong"))
-        # a template rendered before the check: a number where the spec wants text or a mapping
+        # a template rendered before the check: a number where the spec wants a mapping or a boolean
         templated = dict((name, "{{ 40 + 2 }}") for name, option in options.items()
                          if option.get("type") in ("dict", "bool") and not option.get("options"))
         out.append((entry_point, templated, "templated"))
