@@ -108,14 +108,15 @@ def cpu_env(path, env):
 
 def cpu_split(path, total_s):
     """{what: CPU seconds} of the runs recorded in `path`: each module by name (its processes
-    summed, with their count), ansible-playbook itself, and the rest of `total_s` (the CPU of the
-    runs in all): Ansible's worker processes, which fork for each task and host."""
+    summed, with their count), ansible-playbook itself, its worker processes (one for each task and
+    host), and the rest of `total_s` (the CPU of the runs in all)."""
     split, counts = {}, {}
     for line in Path(path).read_text().splitlines() if Path(path).exists() else []:
         entry = json.loads(line)
         split[entry["what"]] = split.get(entry["what"], 0) + entry["cpu_s"]
         counts[entry["what"]] = counts.get(entry["what"], 0) + 1
-    out = dict(("%s (%d)" % (what, counts[what]) if what.startswith("module ") else what, round(seconds, 2))
+    out = dict(("%s (%d)" % (what, counts[what]) if what.startswith(("module ", "ansible worker")) else what,
+                round(seconds, 2))
                for what, seconds in sorted(split.items(), key=lambda item: -item[1]))
-    out["ansible workers and the rest"] = round(max(0.0, total_s - sum(split.values())), 2)
+    out["the rest"] = round(max(0.0, total_s - sum(split.values())), 2)
     return out

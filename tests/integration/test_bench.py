@@ -42,6 +42,7 @@ def test_the_benchmark_harness_runs_at_a_tiny_size(tmp_path):
     # ran twice in each), and the API server's is read beside the client's
     split = rows["kfocp-roles"]["client_cpu_split"]
     assert split.get("module tenancy (4)", 0) > 0 and split.get("ansible-playbook", 0) > 0, split
+    assert any(what.startswith("ansible worker (") and seconds > 0 for what, seconds in split.items()), split
     assert all(row["server_cpu_s"] > 0 and row["client_cpu_s"] > 0 for row in doc["rows"]), doc["rows"]
     # the apply module's no-op re-run is split as the roles' is: its stages, and Ansible around it
     assert {"plan", "read"} <= set(next(iter(rows["kfocp-apply"]["noop_breakdown"]["stages"].values())))
