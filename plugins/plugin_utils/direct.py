@@ -22,6 +22,7 @@ from __future__ import absolute_import, division, print_function
 __metaclass__ = type
 
 import atexit
+import gc
 import importlib
 import json
 import os
@@ -94,9 +95,13 @@ def run_forked(main, payload, environment):
     sys.stderr.flush()
     with tempfile.TemporaryFile() as err:
         read_end, write_end = os.pipe()
+        # the worker's objects are left out of the module's garbage collections, which would
+        # otherwise walk them all (and copy every page they are on) as the module allocates
+        gc.freeze()
         pid = os.fork()
         if pid == 0:  # the module's process: it never returns
             os._exit(_child(main, payload, environment, read_end, write_end, err.fileno()))  # pylint: disable=protected-access
+        gc.unfreeze()
         os.close(write_end)
         with os.fdopen(read_end, "rb") as out:
             stdout = out.read()

@@ -44,7 +44,9 @@ def test_exit_codes_and_a_traceback_are_what_an_interpreter_gives():
 
 def test_only_the_modules_own_exit_functions_run(tmp_path):
     worker_mark, module_mark = tmp_path / "worker", tmp_path / "module"
-    worker_exit = lambda: worker_mark.write_text("ran")  # noqa: E731
+
+    def worker_exit():
+        worker_mark.write_text("ran")
 
     def main():
         atexit.register(lambda: module_mark.write_text("ran"))
