@@ -32,11 +32,18 @@ import tempfile
 import traceback
 
 from ansible.module_utils import basic
-from ansible.module_utils.common.json import Direction, get_module_encoder
 from ansible.plugins.action.normal import ActionModule as NormalAction
 from ansible.utils.display import Display
 from ansible.utils.vars import merge_hash
 from ansible.vars.clean import remove_internal_keys
+
+try:  # ansible-core 2.19's module_utils: what differs between the controller and a module's process
+    from ansible.module_utils import _internal as module_internal
+    from ansible.module_utils._internal import _traceback
+    from ansible.module_utils.common.json import Direction, get_module_encoder
+    FORKS = hasattr(module_internal, "is_controller") and hasattr(_traceback, "_is_module_traceback_enabled")
+except ImportError:  # an older ansible-core: every module runs as ansible-core runs it
+    FORKS = False
 
 COLLECTION = "kfocp.kubeflow."
 MODULES = "ansible_collections.kfocp.kubeflow.plugins.modules."
@@ -78,7 +85,7 @@ class DirectAction(NormalAction):
 
     def _runs_here(self, task_vars):
         """The module would run on this machine, as this user, with this Python, and not async."""
-        if self._task.async_val or self._play_context.become:
+        if not FORKS or self._task.async_val or self._play_context.become:
             return False
         if getattr(self._connection, "transport", None) != "local":
             return False
@@ -127,6 +134,10 @@ def _child(main, payload, environment, read_end, write_end, err):
         atexit._clear()  # pylint: disable=protected-access  # the worker's are not the module's
         os.environ.update(dict((str(k), str(v)) for k, v in environment.items()))
         basic._ANSIBLE_ARGS, basic._ANSIBLE_PROFILE = payload, PROFILE  # as AnsiballZ sets them
+        # module_utils as a module's process has them (the controller's Display takes its warnings
+        # and decides on tracebacks there): warnings and deprecations go in the result
+        module_internal.is_controller = False
+        _traceback._is_traceback_enabled = _traceback._is_module_traceback_enabled  # pylint: disable=protected-access
         main()
         code = 0
     except SystemExit as exit_:

@@ -3,7 +3,7 @@ when they would run on this machine with Ansible's own Python. The oracle is ans
 way of running a module: the same tasks, run once more with the host's interpreter a wrapper of
 the same Python, which ansible-core runs as an AnsiballZ payload over the local connection. Both
 must give the same results, task by task: changes, check and diff mode, a failure, no_log, the
-task's environment, a loop, and async (which always takes ansible-core's way)."""
+task's environment, a warning of the module's, a loop, and async (which always takes ansible-core's way)."""
 import json
 import re
 import sys
@@ -48,6 +48,9 @@ def _playbook(path):
       kfocp.kubeflow.info: {api_version: v1, kind: ConfigMap, namespace: default, name: 'direct-{{ sfx }}',
                             kubeconfig: null}
       environment: {K8S_AUTH_KUBECONFIG: "{{ kfocp_kubeconfig }}"}
+    - name: warning
+      kfocp.kubeflow.info: {api_version: v1, kind: ConfigMap, namespace: default, name: 'direct-{{ sfx }}',
+                            ca_cert: "{{ kfocp_ca }}", ssl_ca_cert: "{{ kfocp_ca }}"}
     - name: loop
       kfocp.kubeflow.info: {api_version: v1, kind: "{{ item }}", namespace: default, name: 'direct-{{ sfx }}'}
       loop: [ConfigMap, Secret]
@@ -74,7 +77,7 @@ def _results(result, sfx):
 
 
 def _run(control_plane, tmp_path, playbook, sfx, interpreter=None):
-    extravars = {"sfx": sfx, "kfocp_kubeconfig": str(control_plane.kubeconfig)}
+    extravars = {"sfx": sfx, "kfocp_kubeconfig": str(control_plane.kubeconfig), "kfocp_ca": str(control_plane.dir / "ca.crt")}
     if interpreter:
         extravars["ansible_python_interpreter"] = str(interpreter)
     return run_playbook(control_plane, str(playbook), extravars, tmp_path, verbosity=3,
@@ -112,5 +115,8 @@ def test_a_module_forked_from_the_worker_gives_what_ansible_cores_own_run_gives(
     assert tasks["check and diff"]["changed"] and tasks["check and diff"]["diff"]
     assert events["failure"] == "runner_on_failed" and "name" in tasks["failure"]["msg"], tasks["failure"]
     assert "s3cr3t" not in forked.stdout and "censored" in tasks["secret"]
+    # AnsibleModule's own warning (an option and its alias both set) reaches the result, and the output
+    assert "ssl_ca_cert" in json.dumps(tasks["warning"].get("warnings")), tasks["warning"]
+    assert "[WARNING]: Both option ca_cert and its alias ssl_ca_cert are set" in forked.stdout
     # the module's own cleanups ran at its exit: no private copy of the credentials is left
     assert not list((tmp_path / "tmp-forked").iterdir()), list((tmp_path / "tmp-forked").iterdir())
