@@ -11,12 +11,13 @@ ansible-core's module_utils and kfocp's are compiled from the source in the payl
 twice (zipimport compiles a module to find its file name, then again to run it). In the worker,
 ansible-core's module_utils come from their bytecode cache, and kfocp's are compiled once.
 
-The module's side of the contract is unchanged: it reads its arguments as AnsiballZ hands them
-over (basic._ANSIBLE_ARGS and the serialization profile), prints its result and exits, in a
-process of its own, with the task's environment; the result is parsed by ansible-core's own
-ActionBase._parse_returned_data, as the result of a module run over a connection is. Any other
-case (another connection, become, async, another Python) runs the module as ansible-core's
-`normal` action does."""
+The module's side of the contract is unchanged: AnsiballZ's own loader runs it (its arguments
+where AnsibleModule reads them, the module as __main__, an exception it does not handle returned
+as a failed result), in a process of its own with the task's environment and ansible-core's
+module_utils set as in a module's process; its output is parsed by ansible-core's own
+ActionBase._parse_returned_data, as the output of a module run over a connection is. Any other
+case (another connection, become, async, another Python, an ansible-core before 2.19) runs the
+module as ansible-core's `normal` action does."""
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
@@ -24,6 +25,7 @@ __metaclass__ = type
 import atexit
 import gc
 import importlib
+import inspect
 import json
 import os
 import signal
@@ -31,22 +33,28 @@ import sys
 import tempfile
 import traceback
 
-from ansible.module_utils import basic
 from ansible.plugins.action.normal import ActionModule as NormalAction
 from ansible.utils.display import Display
 from ansible.utils.vars import merge_hash
 from ansible.vars.clean import remove_internal_keys
 
-try:  # ansible-core 2.19's module_utils: what differs between the controller and a module's process
+try:  # ansible-core 2.19's module_utils: AnsiballZ's loader, and what differs between the controller
+    # and a module's process
     from ansible.module_utils import _internal as module_internal
     from ansible.module_utils._internal import _traceback
+    from ansible.module_utils._internal._ansiballz import _loader
     from ansible.module_utils.common.json import Direction, get_module_encoder
-    FORKS = hasattr(module_internal, "is_controller") and hasattr(_traceback, "_is_module_traceback_enabled")
+    FORKS = (hasattr(module_internal, "is_controller") and hasattr(_traceback, "_is_module_traceback_enabled")
+             and {"json_params", "profile", "module_fqn", "modlib_path", "extensions"}
+             <= set(inspect.signature(_loader.run_module).parameters))
 except ImportError:  # an older ansible-core: every module runs as ansible-core runs it
     FORKS = False
 
 COLLECTION = "kfocp.kubeflow."
 MODULES = "ansible_collections.kfocp.kubeflow.plugins.modules."
+# the directory that holds this collection's ansible_collections (AnsiballZ's zip, for a module)
+MODLIB = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))))))
 # The serialization profile of a module that declares none (kfocp's modules declare none).
 PROFILE = "legacy"
 
@@ -73,10 +81,11 @@ class DirectAction(NormalAction):
         self._compute_environment_string(environment)
         display.vvv("Running %s in a process forked from the worker" % self._task.resolved_action,
                     host=self._play_context.remote_addr)
-        module = importlib.import_module(MODULES + self._task.resolved_action[len(COLLECTION):])
+        module = MODULES + self._task.resolved_action[len(COLLECTION):]
+        importlib.import_module(module)  # its module_utils are compiled once, here
         payload = json.dumps({"ANSIBLE_MODULE_ARGS": args},
                              cls=get_module_encoder(PROFILE, Direction.CONTROLLER_TO_MODULE)).encode()
-        data = self._parse_returned_data(run_forked(module.main, payload, environment), PROFILE)
+        data = self._parse_returned_data(run_forked(module, payload, environment), PROFILE)
         remove_internal_keys(data)
         for stream in ("stdout", "stderr"):
             if stream in data and stream + "_lines" not in data:
@@ -95,9 +104,10 @@ class DirectAction(NormalAction):
         return same_python(self._templar.template(interpreter) if interpreter is not None else None)
 
 
-def run_forked(main, payload, environment):
-    """Run `main` (a module's) in a child process with `payload` as its arguments and the task's
-    `environment`; {rc, stdout, stderr} as a connection's exec_command gives them."""
+def run_forked(module, payload, environment):
+    """Run `module` (its Python name) in a child process, as AnsiballZ's loader runs it, with
+    `payload` as its arguments and the task's `environment`; {rc, stdout, stderr} as a connection's
+    exec_command gives them."""
     sys.stdout.flush()
     sys.stderr.flush()
     with tempfile.TemporaryFile() as err:
@@ -107,7 +117,7 @@ def run_forked(main, payload, environment):
         gc.freeze()
         pid = os.fork()
         if pid == 0:  # the module's process: it never returns
-            os._exit(_child(main, payload, environment, read_end, write_end, err.fileno()))  # pylint: disable=protected-access
+            os._exit(_child(module, payload, environment, read_end, write_end, err.fileno()))  # pylint: disable=protected-access
         gc.unfreeze()
         os.close(write_end)
         with os.fdopen(read_end, "rb") as out:
@@ -119,7 +129,7 @@ def run_forked(main, payload, environment):
     return {"rc": rc, "stdout": stdout.decode("utf-8", "replace"), "stderr": stderr.decode("utf-8", "replace")}
 
 
-def _child(main, payload, environment, read_end, write_end, err):
+def _child(module, payload, environment, read_end, write_end, err):
     """The module's process, from the fork to its exit code."""
     code = 1
     try:
@@ -133,12 +143,13 @@ def _child(main, payload, environment, read_end, write_end, err):
             signal.signal(signum, signal.SIG_DFL)
         atexit._clear()  # pylint: disable=protected-access  # the worker's are not the module's
         os.environ.update(dict((str(k), str(v)) for k, v in environment.items()))
-        basic._ANSIBLE_ARGS, basic._ANSIBLE_PROFILE = payload, PROFILE  # as AnsiballZ sets them
         # module_utils as a module's process has them (the controller's Display takes its warnings
         # and decides on tracebacks there): warnings and deprecations go in the result
         module_internal.is_controller = False
         _traceback._is_traceback_enabled = _traceback._is_module_traceback_enabled  # pylint: disable=protected-access
-        main()
+        # as AnsiballZ runs it: its arguments where AnsibleModule reads them, the module run as
+        # __main__, and an exception it does not handle returned as a failed result
+        _loader.run_module(json_params=payload, profile=PROFILE, module_fqn=module, modlib_path=MODLIB, extensions={})
         code = 0
     except SystemExit as exit_:
         code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None else 1)

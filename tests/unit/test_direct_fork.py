@@ -1,64 +1,93 @@
-"""plugin_utils/direct.run_forked: a module's main() in a child process, as an interpreter would run
-it: its arguments where AnsibleModule reads them, its stdout and stderr apart, its exit code, the
-task's environment, and its own exit functions (and only its own) run at its exit."""
+"""plugin_utils/direct.run_forked: a module in a child process, run by AnsiballZ's own loader (the
+module_utils' `_ansiballz._loader.run_module`): its arguments where AnsibleModule reads them, its
+stdout and stderr apart, its exit code, the task's environment, module_utils as in a module's
+process, and its own exit functions (and only its own) run at its exit."""
 import atexit
 import json
 import os
 import sys
+import textwrap
 
-from ansible.module_utils import basic
+import pytest
 
 from ansible_collections.kfocp.kubeflow.plugins.plugin_utils import direct
 
+PROBE = textwrap.dedent('''
+    import atexit
+    import os
+    import sys
 
-def _echo():
-    """A main() that prints what AnsibleModule would read, and what the environment holds."""
-    print(json.dumps({"args": basic._ANSIBLE_ARGS.decode(), "profile": basic._ANSIBLE_PROFILE,
-                      "env": os.environ.get("KFOCP_DIRECT_TEST")}))
-
-
-def test_the_child_reads_its_arguments_and_the_tasks_environment_and_leaves_the_parent_alone():
-    before = (basic._ANSIBLE_ARGS, basic._ANSIBLE_PROFILE, os.environ.get("KFOCP_DIRECT_TEST"))
-    out = direct.run_forked(_echo, b'{"ANSIBLE_MODULE_ARGS": {"a": 1}}', {"KFOCP_DIRECT_TEST": 5})
-    assert out["rc"] == 0 and out["stderr"] == ""
-    assert json.loads(out["stdout"]) == {"args": '{"ANSIBLE_MODULE_ARGS": {"a": 1}}', "profile": "legacy",
-                                         "env": "5"}
-    assert (basic._ANSIBLE_ARGS, basic._ANSIBLE_PROFILE, os.environ.get("KFOCP_DIRECT_TEST")) == before
+    from ansible.module_utils.basic import AnsibleModule
 
 
-def test_exit_codes_and_a_traceback_are_what_an_interpreter_gives():
-    def exits(code):
-        def main():
-            sys.exit(code)
-        return main
+    def main():
+        module = AnsibleModule(argument_spec={"a": {"type": "int"}, "how": {"type": "str"}, "mark": {"type": "str"}})
+        how = module.params["how"]
+        if how == "raise":
+            raise ValueError("broken module")
+        if how == "exit3":
+            sys.exit(3)
+        if how == "no exit":
+            return
+        if module.params["mark"]:
+            atexit.register(lambda: open(module.params["mark"], "w").write("ran"))
+        module.warn("careful")
+        module.exit_json(changed=False, a=module.params["a"], env=os.environ.get("KFOCP_DIRECT_TEST"))
 
-    def raises():
-        raise ValueError("broken module")
 
-    assert direct.run_forked(exits(None), b"{}", {})["rc"] == 0
-    assert direct.run_forked(exits(3), b"{}", {})["rc"] == 3
-    assert direct.run_forked(exits("a message"), b"{}", {})["rc"] == 1
-    out = direct.run_forked(raises, b"{}", {})
-    assert out["rc"] == 1 and "ValueError: broken module" in out["stderr"] and out["stdout"] == ""
+    if __name__ == "__main__":
+        main()
+''')
 
 
-def test_only_the_modules_own_exit_functions_run(tmp_path):
+@pytest.fixture
+def probe(tmp_path, monkeypatch):
+    """The name of a module, importable here, that does what its `how` argument says."""
+    (tmp_path / "kfocp_direct_probe.py").write_text(PROBE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return "kfocp_direct_probe"
+
+
+def _run(probe, env=None, **args):
+    payload = json.dumps({"ANSIBLE_MODULE_ARGS": args}).encode()
+    return direct.run_forked(probe, payload, env or {})
+
+
+def test_the_module_reads_its_arguments_and_the_tasks_environment_and_warns_in_its_result(probe):
+    before = os.environ.get("KFOCP_DIRECT_TEST")
+    out = _run(probe, {"KFOCP_DIRECT_TEST": 5}, a="1")
+    assert out["rc"] == 0, out
+    result = json.loads(out["stdout"])
+    assert result["a"] == 1 and result["env"] == "5"
+    # a module's warning goes in its result, as in a module's own process (not to the controller's Display)
+    assert "careful" in json.dumps(result["warnings"])
+    assert os.environ.get("KFOCP_DIRECT_TEST") == before
+
+
+def test_an_exception_and_exit_codes_are_what_ansiballz_gives(probe):
+    out = _run(probe, how="raise")
+    result = json.loads(out["stdout"])
+    assert out["rc"] == 1 and result["failed"] and "broken module" in json.dumps(result["exception"]), out
+    assert _run(probe, how="exit3")["rc"] == 3
+    out = _run(probe, how="no exit")  # AnsiballZ's loader: a module must exit
+    assert out["rc"] == 1 and "did not handle its own exit" in out["stdout"], out
+
+
+def test_only_the_modules_own_exit_functions_run(probe, tmp_path):
     worker_mark, module_mark = tmp_path / "worker", tmp_path / "module"
 
     def worker_exit():
         worker_mark.write_text("ran")
 
-    def main():
-        atexit.register(lambda: module_mark.write_text("ran"))
-
     atexit.register(worker_exit)
     try:
-        assert direct.run_forked(main, b"{}", {})["rc"] == 0
+        assert _run(probe, mark=str(module_mark))["rc"] == 0
     finally:
         atexit.unregister(worker_exit)
     assert module_mark.read_text() == "ran" and not worker_mark.exists()
 
 
 def test_same_python():
+    assert direct.FORKS
     assert direct.same_python(sys.executable)
     assert not direct.same_python("/usr/bin/env") and not direct.same_python(None) and not direct.same_python(3)
