@@ -8,6 +8,7 @@ name in its arguments, and a worker as "ansible worker"."""
 import atexit
 import json
 import os
+import re
 import resource
 import sys
 
@@ -23,13 +24,15 @@ def _what():
 
 
 def _module_name():
-    """The module a forked module process runs (the `_ansible_module_name` of its arguments), or None."""
+    """The module a forked module process runs (the `_ansible_module_name` of its arguments), or None.
+    Found in the JSON text, not parsed from it: a tenancy module's arguments are megabytes, and the
+    process's CPU is read after this."""
     basic = sys.modules.get("ansible.module_utils.basic")
     args = getattr(basic, "_ANSIBLE_ARGS", None)
     if not args:
         return None
-    name = json.loads(args).get("ANSIBLE_MODULE_ARGS", {}).get("_ansible_module_name") or "unknown"
-    return "module " + name.rsplit(".", 1)[-1]
+    found = re.search(rb'"_ansible_module_name": "([^"]+)"', args)
+    return "module " + (found.group(1).decode().rsplit(".", 1)[-1] if found else "unknown")
 
 
 def _record(what=None):
