@@ -28,6 +28,7 @@ import importlib
 import inspect
 import json
 import os
+import pathlib
 import signal
 import sys
 import tempfile
@@ -53,8 +54,7 @@ except ImportError:  # an older ansible-core: every module runs as ansible-core 
 COLLECTION = "kfocp.kubeflow."
 MODULES = "ansible_collections.kfocp.kubeflow.plugins.modules."
 # the directory that holds this collection's ansible_collections (AnsiballZ's zip, for a module)
-MODLIB = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))))))
+MODLIB = str(pathlib.Path(os.path.abspath(__file__)).parents[5])
 # The serialization profile of a module that declares none (kfocp's modules declare none).
 PROFILE = "legacy"
 
