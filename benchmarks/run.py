@@ -356,7 +356,7 @@ def targets(rows, operator=None, render_rows=None, repeats=()):
         add(BURST_P50_NAME + ", p99 < %d s" % BURST_P99_TARGET_S, "-", None)
     watch = (operator or {}).get("watch")
     if watch:
-        add(RSS_NAME, "%.0f MiB watching %d" % (watch["rss_mib"], watch["namespaces"]),
+        add(RSS_NAME, "%.1f MiB watching %d" % (watch["rss_mib"], watch["namespaces"]),
             watch["rss_mib"] <= RSS_TARGET_MIB if watch["namespaces"] >= 2000 else None)
     else:
         add(RSS_NAME, "-", None)

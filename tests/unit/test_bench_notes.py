@@ -108,6 +108,9 @@ def test_the_rss_target_is_100_mib_watching_2000():
     assert verdicts[run.RSS_NAME] == "MISSED" and run.RSS_NAME == "operator RSS <= 100 MiB at 2000 namespaces"
     verdicts = dict((t, v) for t, _m, v in run.targets([], {"watch": {"rss_mib": 99, "namespaces": 2000}}))
     assert verdicts[run.RSS_NAME] == "MET"
+    # a figure just over the target reads as over it, not as the target rounded
+    measured = dict((t, (m, v)) for t, m, v in run.targets([], {"watch": {"rss_mib": 100.46, "namespaces": 2000}}))
+    assert measured[run.RSS_NAME] == ("100.5 MiB watching 2000", "MISSED")
 
 
 def test_the_no_op_note_says_when_ansible_alone_is_over_the_target():
