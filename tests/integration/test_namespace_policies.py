@@ -117,11 +117,14 @@ def test_policies_on_and_off_and_their_effect_on_pods(playbook, kube, control_pl
     quotas = kube.resource("v1", "ResourceQuota")
     wait_for(lambda: (kube.get(quotas, "kf-resource-quota", profile).get("status") or {}).get("hard"), 30,
              what="the quota controller to compute kf-resource-quota")
+
     # quota admission reads the quota from its own informer, which can lag the controller's status
     # write: it refuses with "status unknown" until it has caught up
-    greedy = wait_for(lambda: (lambda made: "status unknown for quota" not in made.stderr and made)(
-        create_pod(control_plane, pod("greedy", profile, limits={"nvidia.com/gpu": "2"}))), 30,
-        what="quota admission to know kf-resource-quota's status")
+    def create_greedy():
+        made = create_pod(control_plane, pod("greedy", profile, limits={"nvidia.com/gpu": "2"}))
+        return None if "status unknown for quota" in made.stderr else made
+
+    greedy = wait_for(create_greedy, 30, what="quota admission to know kf-resource-quota's status")
     assert greedy.returncode != 0 and "exceeded quota: kf-resource-quota" in greedy.stderr
 
     # serverless and data lake off: their objects go, the account's annotation is given back
