@@ -61,10 +61,41 @@ def policy_settings(collection_root, variables, instance):
     return settings
 
 
+def _intern(value):
+    return sys.intern(value) if isinstance(value, str) else value
+
+
 def _interned(mapping):
     """The same strings as one object each: 2000 namespaces carry the same label keys and values,
     and each watch event is parsed on its own."""
-    return dict((sys.intern(k), sys.intern(v) if isinstance(v, str) else v) for k, v in mapping.items())
+    return dict((_intern(k), _intern(v)) for k, v in mapping.items())
+
+
+# Values that thousands of cached objects carry alike (the label owners of a namespace, a phase, the
+# labels of kfocp's objects) are kept once: cached objects are read, never changed in place. The
+# table is bounded; past SHARED_MAX distinct values, new ones are kept as they come.
+SHARED_MAX = 1024
+_SHARED = {}
+
+
+def _frozen(value):
+    if isinstance(value, dict):
+        return ("d",) + tuple(sorted((k, _frozen(v)) for k, v in value.items()))
+    if isinstance(value, list):
+        return ("l",) + tuple(_frozen(v) for v in value)
+    return value
+
+
+def shared(value):
+    """An object equal to `value` that every caller giving an equal value gets (while the table
+    has room): many cached objects then hold one copy. Never change what it returns."""
+    key = _frozen(value)
+    found = _SHARED.get(key)
+    if found is not None:
+        return found
+    if len(_SHARED) < SHARED_MAX:
+        _SHARED[key] = value
+    return value
 
 
 def slim_namespace(ns):
@@ -73,39 +104,40 @@ def slim_namespace(ns):
     kfocp's own label changes call for nothing). The rest of its managed fields is most of its
     bytes, and the namespace cache holds every namespace of the cluster."""
     meta = ns.get("metadata") or {}
-    kept = dict((key, meta[key]) for key in ("name", "uid", "resourceVersion", "deletionTimestamp") if meta.get(key))
+    kept = dict((key, meta[key]) for key in ("name", "resourceVersion", "deletionTimestamp") if meta.get(key))
+    kept["name"] = _intern(kept.get("name"))
     for key in ("labels", "annotations"):
         if meta.get(key):
             kept[key] = _interned(meta[key])
-    owners = label_owners(meta.get("managedFields"))
-    for entry in owners:
-        entry["manager"] = sys.intern(str(entry["manager"]))
-        entry["fieldsV1"]["f:metadata"]["f:labels"] = _interned(entry["fieldsV1"]["f:metadata"]["f:labels"])
+    owners = [shared(entry) for entry in label_owners(meta.get("managedFields"))]
     if owners:
         kept["managedFields"] = owners
-    slim = {"apiVersion": ns.get("apiVersion") or "v1", "kind": "Namespace", "metadata": kept}
+    slim = {"apiVersion": _intern(ns.get("apiVersion") or "v1"), "kind": "Namespace", "metadata": kept}
     phase = (ns.get("status") or {}).get("phase")
     if phase:
-        slim["status"] = {"phase": phase}
+        slim["status"] = shared({"phase": phase})
     return slim
 
 
 def slim_owned(obj):
     """What the fast path reads of kfocp's own objects: their kind, name, namespace and labels, and
-    the other field managers' managedFields entries, with their fields as a digest (enough to see
-    that another writer changed something)."""
+    of each other field manager's managedFields entry its manager and a digest of the entry
+    (enough to see that another writer changed something)."""
     meta = obj.get("metadata") or {}
-    kept = dict((key, meta[key]) for key in ("name", "namespace", "uid", "resourceVersion") if meta.get(key))
+    kept = dict((key, meta[key]) for key in ("name", "namespace", "resourceVersion") if meta.get(key))
+    if "namespace" in kept:
+        kept["namespace"] = _intern(kept["namespace"])
     if meta.get("labels"):
-        kept["labels"] = _interned(meta["labels"])
+        kept["labels"] = shared(_interned(meta["labels"]))
     others = []
     for entry in meta.get("managedFields") or []:
-        if not str(entry.get("manager", "")).startswith(MANAGER):
-            fields = json.dumps(entry.get("fieldsV1"), sort_keys=True).encode()
-            others.append(dict(entry, fieldsV1=hashlib.sha256(fields).hexdigest()))
+        manager = str(entry.get("manager", ""))
+        if not manager.startswith(MANAGER):
+            digest = hashlib.sha256(json.dumps(entry, sort_keys=True).encode()).hexdigest()
+            others.append({"manager": sys.intern(manager), "digest": digest})
     if others:
         kept["managedFields"] = others
-    return {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"), "metadata": kept}
+    return {"apiVersion": _intern(obj.get("apiVersion")), "kind": _intern(obj.get("kind")), "metadata": kept}
 
 
 def _decisive_labels(ns):

@@ -98,9 +98,13 @@ def test_cr_converges_ready(platform, kube, operator):
     binding = _rolebinding(kube, platform["team"], "kfocp-scc-nonroot-v2-trainer")
     assert binding is not None, "the grant of the spec was not applied"
     assert binding["metadata"]["labels"]["kfocp.io/instance"] == platform["name"]
-    events = kube.list(_res(kube, "v1", "Event"), namespace=NS)
-    reasons = set(e["reason"] for e in events if e["involvedObject"].get("name") == platform["name"])
-    assert {"Reconciling", "Reconciled"} <= reasons
+
+    def reasons():
+        events = kube.list(_res(kube, "v1", "Event"), namespace=NS)
+        return set(e["reason"] for e in events if e["involvedObject"].get("name") == platform["name"])
+    # the operator posts the Reconciled event just after it writes the Ready status
+    wait_for(lambda: {"Reconciling", "Reconciled"} <= reasons(), 30, interval=0.5,
+             what="the Reconciling and Reconciled events on the CR")
     code, body = operator["get"]("/metrics")
     assert code == 200 and 'kfocp_operator_reconcile_total{kind="kubeflow",result="success"}' in body
     assert "kfocp_operator_queue_depth" in body and "kfocp_operator_reconcile_duration_seconds" in body

@@ -66,7 +66,7 @@ def test_labels_held_by_a_manager_or_by_the_others():
 def test_a_slim_namespace_keeps_what_the_builders_read():
     slim = slim_namespace(LABELLED)
     assert slim == {"apiVersion": "v1", "kind": "Namespace", "status": {"phase": "Active"},
-                    "metadata": {"name": "team-a", "uid": "u-1", "resourceVersion": "2",
+                    "metadata": {"name": "team-a", "resourceVersion": "2",
                                  "labels": LABELLED["metadata"]["labels"],
                                  "annotations": LABELLED["metadata"]["annotations"],
                                  "managedFields": o.label_owners(LABELLED["metadata"]["managedFields"])}}
@@ -77,6 +77,33 @@ def test_a_slim_namespace_keeps_what_the_builders_read():
     settings = {"namespace_policies_pod_security": "baseline"}
     assert np._pod_security_set_by_others(slim_namespace(other), settings) == \
         np._pod_security_set_by_others(other, settings) == [(ENFORCE, "privileged", "profile-controller")]
+
+
+def test_slim_namespaces_of_one_shape_hold_one_copy_of_their_label_owners_and_phase():
+    other = namespace(LABELLED["metadata"]["labels"], LABELLED["metadata"]["managedFields"],
+                      LABELLED["metadata"]["annotations"], version="9")
+    other["metadata"]["name"] = "team-b"
+    one, two = slim_namespace(LABELLED), slim_namespace(other)
+    assert one["metadata"]["managedFields"] == two["metadata"]["managedFields"]
+    assert all(a is b for a, b in zip(one["metadata"]["managedFields"], two["metadata"]["managedFields"]))
+    assert one["status"] is two["status"] and one["metadata"]["labels"] is not two["metadata"]["labels"]
+
+
+def test_the_shared_table_is_bounded_and_keeps_values_apart():
+    from kfocp_operator import fastpath
+    saved = dict(fastpath._SHARED)
+    try:
+        fastpath._SHARED.clear()
+        assert fastpath.shared({"a": ["b"]}) is not fastpath.shared({"a": "b"})  # a list is not a string
+        assert fastpath.shared({"a": "b"}) == {"a": "b"} and fastpath.shared([1]) == [1]
+        first = [{"n": i} for i in range(fastpath.SHARED_MAX + 5)]
+        assert all(fastpath.shared(v) is v for v in first[2:])  # none was seen before
+        assert len(fastpath._SHARED) == fastpath.SHARED_MAX
+        late = {"n": fastpath.SHARED_MAX + 4}
+        assert fastpath.shared(late) is late and fastpath.shared({"n": 3}) is first[3]
+    finally:
+        fastpath._SHARED.clear()
+        fastpath._SHARED.update(saved)
 
 
 def test_a_slim_owned_object_still_shows_another_writers_edit():
@@ -92,6 +119,7 @@ def test_a_slim_owned_object_still_shows_another_writers_edit():
     slim = slim_owned(limits)
     assert "spec" not in slim and "managedFields" not in slim["metadata"]
     assert slim["metadata"]["labels"] == limits["metadata"]["labels"]
+    assert [e["manager"] for e in slim_owned(edited)["metadata"]["managedFields"]] == ["kubectl-patch"]
     assert not outside_edit(slim, slim_owned(dict(limits, metadata=dict(limits["metadata"], resourceVersion="7"))))
     assert outside_edit(slim, slim_owned(edited)) and outside_edit(slim_owned(edited), slim_owned(again))
 
