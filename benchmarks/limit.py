@@ -68,20 +68,23 @@ def discover(server, pool, headers):
     return found
 
 
+def object_url(server, resources, obj):
+    """The URL a server-side apply of `obj` goes to, as the limit client's field manager."""
+    plural, namespaced = resources[(obj["apiVersion"], obj["kind"])]
+    base = "/api/" + obj["apiVersion"] if "/" not in obj["apiVersion"] else "/apis/" + obj["apiVersion"]
+    meta = obj["metadata"]
+    if namespaced:
+        base += "/namespaces/" + meta["namespace"]
+    return "%s%s/%s/%s?fieldManager=limit" % (server, base, plural, meta["name"])
+
+
 def apply_all(kubeconfig, objs, workers=32):
     server, pool, headers = connect(kubeconfig)
     resources = discover(server, pool, headers)
 
-    def path(obj):
-        plural, namespaced = resources[(obj["apiVersion"], obj["kind"])]
-        base = "/api/" + obj["apiVersion"] if "/" not in obj["apiVersion"] else "/apis/" + obj["apiVersion"]
-        meta = obj["metadata"]
-        if namespaced:
-            base += "/namespaces/" + meta["namespace"]
-        return "%s%s/%s/%s?fieldManager=limit" % (server, base, plural, meta["name"])
-
     def send(obj):
-        resp = pool.request("PATCH", path(obj), body=json.dumps(obj).encode(), headers=headers)
+        resp = pool.request("PATCH", object_url(server, resources, obj), body=json.dumps(obj).encode(),
+                            headers=headers)
         if resp.status >= 300:
             raise RuntimeError("%s %s: %s" % (obj["kind"], obj["metadata"]["name"], resp.data[:300]))
         return resp.status

@@ -7,7 +7,10 @@ that keeps only the namespace_policies role on. Once the CR is Ready (its playbo
 every policy object of it exists (tests/measure.py, shared with tests/integration/test_operator.py:
 a watch per policy kind sees them arrive, which costs the API server less than LISTs polled during
 the burst). The fast path's batches that applied the burst are read from the operator's log: how
-many namespaces each held, when each ended and how long its reads and writes took. Then more are
+many namespaces each held, when each ended and how long its reads and writes took. Two floors are
+measured after it on the same plane, with the limit client: the burst's objects written at once
+for namespaces that already exist (`limit_s`), and the same burst with its creations, each
+namespace's objects written as soon as it exists (`limit_burst`). Then more are
 created until `watch` profile namespaces exist, and once the operator has applied the policies of
 all of them, its VmRSS is read.
 """
@@ -87,6 +90,41 @@ def _limit(plane, kube, count):
     return time.monotonic() - started
 
 
+def _limit_burst(plane, count):
+    """The same burst with nothing to react to: the limit client (benchmarks/limit.py, as _limit)
+    creates `count` namespaces at once, one thread each as the bench does, and each thread writes
+    its namespace's policy objects as soon as the namespace exists. The API server has the burst's
+    whole work: the creations, what its controllers do for each new namespace (a ServiceAccount, a
+    ConfigMap) and the policy objects. {"p50", "p99"}: seconds from just before a namespace's
+    creation until its last object is written."""
+    import limit
+    from concurrent.futures import ThreadPoolExecutor
+    from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import namespace_policies
+    from kfocp_operator.fastpath import role_settings
+    settings = role_settings(ROOT, "namespace_policies", VARIABLES, CR_NAME)
+    server, pool, headers = limit.connect(str(plane.kubeconfig))
+    resources = limit.discover(server, pool, headers)
+    create_headers = dict(headers, **{"Content-Type": "application/json"})
+
+    def send(method, url, obj, sent_headers):
+        resp = pool.request(method, url, body=json.dumps(obj).encode(), headers=sent_headers)
+        if resp.status >= 300:
+            raise RuntimeError("%s %s: %s" % (obj["kind"], obj["metadata"]["name"], resp.data[:300]))
+
+    def one(name):
+        started = time.monotonic()
+        namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+        send("POST", server + "/api/v1/namespaces", namespace, create_headers)
+        for obj in namespace_policies.objects_for_namespace(namespace, settings):
+            send("PATCH", limit.object_url(server, resources, obj), obj, headers)
+        return time.monotonic() - started
+
+    names = ["floor-burst-%05d" % i for i in range(count)]
+    with ThreadPoolExecutor(max_workers=count) as threads:
+        latencies = list(threads.map(one, names))
+    return dict((k, v) for k, v in measure.percentiles(latencies).items() if k in ("p50", "p99"))
+
+
 def run(workdir, burst=200, watch=2000, timeout=600):
     """Measure on a fresh control plane in `workdir`; return the figures."""
     from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import Client
@@ -121,6 +159,7 @@ def run(workdir, burst=200, watch=2000, timeout=600):
         figures = {"burst": dict(measure.percentiles(latencies.values()), load1=round(load, 2),
                                  limit_s=round(_limit(plane, kube, burst), 3),
                                  created_s=round(max(created.values()) - min(created.values()), 3),
+                                 limit_burst=_limit_burst(plane, burst),
                                  batches=batches(Path(operator.log_path).read_text().splitlines(), started, ended))}
         started = time.monotonic()
         rest = measure.burst(kube, names[burst:watch], CR_NAME, kinds, timeout=timeout, workers=16)

@@ -105,7 +105,8 @@ def slim_namespace(ns):
     bytes, and the namespace cache holds every namespace of the cluster."""
     meta = ns.get("metadata") or {}
     kept = dict((key, meta[key]) for key in ("name", "resourceVersion", "deletionTimestamp") if meta.get(key))
-    kept["name"] = _intern(kept.get("name"))
+    if "name" in kept:
+        kept["name"] = _intern(kept["name"])
     for key in ("labels", "annotations"):
         if meta.get(key):
             kept[key] = _interned(meta[key])
@@ -134,7 +135,7 @@ def slim_owned(obj):
         manager = str(entry.get("manager", ""))
         if not manager.startswith(MANAGER):
             digest = hashlib.sha256(json.dumps(entry, sort_keys=True).encode()).hexdigest()
-            others.append({"manager": sys.intern(manager), "digest": digest})
+            others.append({"manager": _intern(manager), "digest": digest})
     if others:
         kept["managedFields"] = others
     return {"apiVersion": _intern(obj.get("apiVersion")), "kind": _intern(obj.get("kind")), "metadata": kept}

@@ -54,6 +54,8 @@ def test_the_operator_benchmark_runs_at_a_tiny_size(tmp_path):
     figures = operator_bench.run(tmp_path, burst=5, watch=10, timeout=120)
     burst = figures["burst"]
     assert burst["count"] == 5 and burst["limit_s"] > 0 and burst["created_s"] >= 0
+    # the limit client's own burst, creations included: each namespace timed to its last object
+    assert 0 < burst["limit_burst"]["p50"] <= burst["limit_burst"]["p99"], burst["limit_burst"]
     # the operator's own log of the batches that applied the burst: every new namespace is in one
     assert sum(b["namespaces"] for b in burst["batches"]) >= 5, burst["batches"]
     assert all(b["stages"].get("compare and write", 0) > 0 for b in burst["batches"]), burst["batches"]

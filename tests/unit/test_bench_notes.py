@@ -103,6 +103,17 @@ def test_the_burst_p99_says_what_the_floors_pace_allows():
     assert (measured, met) == ("0.90 s (p95 1.86 s)", "MET")
 
 
+def test_the_burst_lines_give_the_limit_clients_own_burst_without_moving_the_verdict():
+    burst = {"count": 200, "p50": 0.96, "p95": 1.3, "p99": 1.44, "limit_s": 0.8, "created_s": 0.3,
+             "limit_burst": {"p50": 0.8, "p99": 1.2}}
+    verdicts = dict((t, (m, v)) for t, m, v in run.targets([], {"burst": burst}))
+    p50, met50 = verdicts[run.BURST_P50_NAME]
+    p99, met99 = verdicts[run.BURST_P99_NAME]
+    assert p50.startswith("2.40x") and met50 == "MISSED"  # still against the floor of 400 ms
+    assert p50.endswith("reaches a p50 of 800 ms: the operator's is 1.20x of it)")
+    assert met99 == "MISSED" and p99.endswith("reaches a p99 of 1200 ms: the operator's is 1.20x of it")
+
+
 def test_the_rss_target_is_100_mib_watching_2000():
     verdicts = dict((t, v) for t, _m, v in run.targets([], {"watch": {"rss_mib": 101, "namespaces": 2000}}))
     assert verdicts[run.RSS_NAME] == "MISSED" and run.RSS_NAME == "operator RSS <= 100 MiB at 2000 namespaces"

@@ -1,6 +1,7 @@
 """What the operator's fast path keeps of the namespaces and kfocp objects it watches, and which
 namespace changes call for an apply: pure functions, on managedFields shaped as kube-apiserver
 1.36 writes them."""
+import copy
 import sys
 from pathlib import Path
 
@@ -77,6 +78,13 @@ def test_a_slim_namespace_keeps_what_the_builders_read():
     settings = {"namespace_policies_pod_security": "baseline"}
     assert np._pod_security_set_by_others(slim_namespace(other), settings) == \
         np._pod_security_set_by_others(other, settings) == [(ENFORCE, "privileged", "profile-controller")]
+
+
+def test_a_slim_namespace_without_a_name_has_no_name_key():
+    # the key is left out, as every other absent field is (never a None written in its place)
+    nameless = copy.deepcopy(LABELLED)
+    del nameless["metadata"]["name"]
+    assert "name" not in slim_namespace(nameless)["metadata"]
 
 
 def test_slim_namespaces_of_one_shape_hold_one_copy_of_their_label_owners_and_phase():
