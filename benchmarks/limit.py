@@ -78,22 +78,26 @@ def object_url(server, resources, obj):
     return "%s%s/%s/%s?fieldManager=limit" % (server, base, plural, meta["name"])
 
 
+def send(pool, method, url, obj, headers):
+    """One request with `obj` as its body; an answer that is not a success raises, naming the object."""
+    resp = pool.request(method, url, body=json.dumps(obj).encode(), headers=headers)
+    if resp.status >= 300:
+        raise RuntimeError("%s %s: %s" % (obj["kind"], obj["metadata"]["name"], resp.data[:300]))
+    return resp.status
+
+
 def apply_all(kubeconfig, objs, workers=32):
     server, pool, headers = connect(kubeconfig)
     resources = discover(server, pool, headers)
 
-    def send(obj):
-        resp = pool.request("PATCH", object_url(server, resources, obj), body=json.dumps(obj).encode(),
-                            headers=headers)
-        if resp.status >= 300:
-            raise RuntimeError("%s %s: %s" % (obj["kind"], obj["metadata"]["name"], resp.data[:300]))
-        return resp.status
+    def apply(obj):
+        return send(pool, "PATCH", object_url(server, resources, obj), obj, headers)
 
     first = [o for o in objs if o["kind"] in ("CustomResourceDefinition", "Namespace")]
     rest = [o for o in objs if o["kind"] not in ("CustomResourceDefinition", "Namespace")]
     with ThreadPoolExecutor(workers) as executor:
-        list(executor.map(send, first))
-        list(executor.map(send, rest))
+        list(executor.map(apply, first))
+        list(executor.map(apply, rest))
 
 
 GO_DIR = Path(__file__).resolve().parent / "limit"

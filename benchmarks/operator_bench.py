@@ -106,17 +106,12 @@ def _limit_burst(plane, count):
     resources = limit.discover(server, pool, headers)
     create_headers = dict(headers, **{"Content-Type": "application/json"})
 
-    def send(method, url, obj, sent_headers):
-        resp = pool.request(method, url, body=json.dumps(obj).encode(), headers=sent_headers)
-        if resp.status >= 300:
-            raise RuntimeError("%s %s: %s" % (obj["kind"], obj["metadata"]["name"], resp.data[:300]))
-
     def one(name):
         started = time.monotonic()
         namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
-        send("POST", server + "/api/v1/namespaces", namespace, create_headers)
+        limit.send(pool, "POST", server + "/api/v1/namespaces", namespace, create_headers)
         for obj in namespace_policies.objects_for_namespace(namespace, settings):
-            send("PATCH", limit.object_url(server, resources, obj), obj, headers)
+            limit.send(pool, "PATCH", limit.object_url(server, resources, obj), obj, headers)
         return time.monotonic() - started
 
     names = ["floor-burst-%05d" % i for i in range(count)]
