@@ -39,9 +39,12 @@ import limit  # noqa: E402
 import timing  # noqa: E402
 import yaml  # noqa: E402
 from helpers import ansible_env, labelled_objects, play_profile_controller  # noqa: E402
+from ansible_collections.kfocp.kubeflow.plugins.module_utils import objects as o  # noqa: E402
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import METADATA_ACCEPT  # noqa: E402
 
 INSTANCE = "bench"
 PLAYBOOK = ROOT / "playbooks" / "profiles.yml"
+FLOOR_PLAYBOOK = ROOT / "benchmarks" / "playbooks" / "noop-floor.yml"
 
 
 def extravars(n):
@@ -74,12 +77,12 @@ def inventory(planes, directory):
     return directory / "hosts.yml", sorted(hosts)
 
 
-def _playbook(inventory_file, extra_file, env):
-    cmd = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(inventory_file), str(PLAYBOOK),
+def _playbook(inventory_file, extra_file, env, playbook=PLAYBOOK):
+    cmd = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(inventory_file), str(playbook),
            "-e", "@%s" % extra_file]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False, cwd=ROOT)
     if proc.returncode:
-        raise RuntimeError("profiles.yml failed:\n" + (proc.stdout + proc.stderr)[-4000:])
+        raise RuntimeError("%s failed:\n%s" % (Path(playbook).name, (proc.stdout + proc.stderr)[-4000:]))
     return sum(int(part.split("=", 1)[1]) for line in proc.stdout.splitlines() if " : ok=" in line
                for part in line.split() if part.startswith("changed="))
 
@@ -101,8 +104,9 @@ def _runners(inventory_file, hosts, extra, env, workdir):
         return sum(pool.map(one, hosts))
 
 
-def run(planes, n, workdir, mode="forks"):
-    """Converge N profiles on every plane with the roles; return the timings and counts."""
+def run(planes, n, workdir, mode="forks", floor=False):
+    """Converge N profiles on every plane with the roles; return the timings and counts, and with
+    `floor` the no-op re-run's floor (noop_floor) on the first plane."""
     workdir = Path(workdir)
     inventory_file, hosts = inventory(planes, workdir / ("inventory-%s-%d" % (mode, len(planes))))
     extra = extravars(n)
@@ -130,15 +134,59 @@ def run(planes, n, workdir, mode="forks"):
     with meter:
         policies_s = converge(converge_env)[0]
     timing_file = workdir / ("noop-timing-%s-%d.json" % (mode, len(planes)))
-    env.update(timing.env(timing_file))
-    noop_s, noop_changed = converge()
-    objects = sum(len(_made(plane)) for plane in planes)
-    return {"profiles_s": round(profiles_s, 2), "controller_s": round(controller_s, 2),
+    noop_s, noop_changed = converge(dict(env, **timing.env(timing_file)))
+    made = [_made(plane) for plane in planes]
+    objects = sum(len(found) for found in made)
+    floor_figures = {"noop_floor": noop_floor(planes[0], made[0], inventory_file, extra_file, env)} if floor else {}
+    return {**floor_figures, "profiles_s": round(profiles_s, 2), "controller_s": round(controller_s, 2),
             "policies_s": round(policies_s, 2), "converge_s": round(profiles_s + policies_s, 2),
             "noop_s": round(noop_s, 2), "noop_changed": noop_changed, "objects": objects,
             "client_cpu_split": timing.cpu_split(cpu_file, meter.client), **meter.figures(),
             "noop_breakdown": timing.read(timing_file, noop_s),
             "load1": round(os.getloadavg()[0], 2)}
+
+
+def noop_floor(plane, made, inventory_file, extra_file, env, attempts=3):
+    """What any no-op re-run of the roles must spend, each part the best of `attempts`: Ansible's
+    part (`ansible_s`: benchmarks/playbooks/noop-floor.yml, one module started on each host, with
+    the roles' inventory and extra variables), and the reads (`reads_s`: the Python limit client
+    reading the metadata of the roles' objects, `made`, one LIST per kind and label at once and
+    decoded, the least that tells that none of them drifted). `floor_s` is their sum."""
+    def play():
+        started = time.monotonic()
+        _playbook(inventory_file, extra_file, env, FLOOR_PLAYBOOK)
+        return time.monotonic() - started
+
+    server, pool, headers = limit.connect(str(plane.kubeconfig))
+    resources = limit.discover(server, pool, headers)
+    accept = dict(headers, Accept=METADATA_ACCEPT)
+    accept.pop("Content-Type", None)
+    selectors = {o.INSTANCE: "%s=%s" % (o.INSTANCE, INSTANCE), o.PATCHED_PREFIX + INSTANCE: o.PATCHED_PREFIX + INSTANCE}
+    lists = sorted(set((obj["apiVersion"], obj["kind"], selector) for obj in made.values()
+                       for label, selector in selectors.items() if label in (obj["metadata"].get("labels") or {})))
+
+    def read(job):
+        api_version, kind, selector = job
+        plural = resources[(api_version, kind)][0]
+        base = "/api/" if "/" not in api_version else "/apis/"
+        resp = pool.request("GET", "%s%s%s/%s" % (server, base, api_version, plural),
+                            fields={"labelSelector": selector}, headers=accept)
+        if resp.status != 200:
+            raise RuntimeError("listing %s %s: %s" % (kind, selector, resp.data[:300]))
+        return len(json.loads(resp.data)["items"])
+
+    def reads():
+        started = time.monotonic()
+        with ThreadPoolExecutor(len(lists)) as executor:
+            count = sum(executor.map(read, lists))
+        if count < len(made):
+            raise RuntimeError("the floor's reads found %d of the roles' %d objects" % (count, len(made)))
+        return time.monotonic() - started
+
+    ansible_s = min(play() for _attempt in range(attempts))
+    reads_s = min(reads() for _attempt in range(attempts))
+    return {"ansible_s": round(ansible_s, 2), "reads_s": round(reads_s, 2), "floor_s": round(ansible_s + reads_s, 2),
+            "lists": len(lists)}
 
 
 def _made(plane):

@@ -38,6 +38,11 @@ def test_the_benchmark_harness_runs_at_a_tiny_size(tmp_path):
     stages = rows["kfocp-roles"]["noop_breakdown"]["stages"]
     assert len(stages) == 2 and all({"build", "plan", "read", "prune"} <= set(s) for s in stages.values()), stages
     assert "module start, arguments and result" in proc.stdout
+    # the no-op's floor from the same run: Ansible starting one module with the same inventory and
+    # variables, and the reads of the roles' objects (a kind and label each), below the no-op itself
+    floor = rows["kfocp-roles"]["noop_floor"]
+    assert floor["ansible_s"] > 0 and floor["reads_s"] > 0 and floor["lists"] >= 6, floor
+    assert floor["floor_s"] < rows["kfocp-roles"]["noop_s"], (floor, rows["kfocp-roles"]["noop_s"])
     # the converge's CPU: each Python process of the two runs recorded its own (the tenancy module
     # ran twice in each), and the API server's is read beside the client's
     split = rows["kfocp-roles"]["client_cpu_split"]

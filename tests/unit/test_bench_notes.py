@@ -133,6 +133,22 @@ def test_the_no_op_note_says_when_ansible_alone_is_over_the_target():
     assert "target alone" not in run._noop_split(row)  # pylint: disable=protected-access
 
 
+def test_the_no_op_line_gives_its_floor_from_the_same_run():
+    row = {"noop_s": 6.0, "noop_floor": {"ansible_s": 1.5, "reads_s": 1.0, "floor_s": 2.5}}
+    note = run._noop_floor_note(row)  # pylint: disable=protected-access
+    assert "its floor in the same run 2.50 s (Ansible starting one module with the same inventory and variables " \
+        "1.50 s, the Python limit client reading the metadata of the roles' objects 1.00 s): the no-op is 2.40x " \
+        "its floor, the target 1.20x" in note
+    assert "over the 3 s target" not in note
+    row["noop_floor"] = {"ansible_s": 2.0, "reads_s": 1.5, "floor_s": 3.5}
+    assert note != run._noop_floor_note(row)  # pylint: disable=protected-access
+    assert run._noop_floor_note(row).endswith("; the floor alone is over the 3 s target")  # pylint: disable=protected-access
+    assert run._noop_floor_note({"noop_s": 6.0}) == ""  # pylint: disable=protected-access
+    # the target's line carries it
+    measured = dict((t, m) for t, m, _v in run.targets([dict(row, method="kfocp-roles", n=2000)]))
+    assert "its floor in the same run 3.50 s" in measured["kfocp no-op re-run at N=2000 <= 3 s"]
+
+
 def test_every_results_file_the_docs_cite_is_in_the_repository():
     """A figure in the README must be traceable to a results file a clone has (benchmarks/results/
     ignores fresh bench-* runs, so a cited one must be added on purpose)."""
