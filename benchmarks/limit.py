@@ -68,14 +68,21 @@ def discover(server, pool, headers):
     return found
 
 
+def list_url(server, resources, api_version, kind, namespace=None):
+    """The URL of a kind's collection: in every namespace, or in `namespace` when it is given."""
+    plural = resources[(api_version, kind)][0]
+    base = ("/api/" if "/" not in api_version else "/apis/") + api_version
+    if namespace:
+        base += "/namespaces/" + namespace
+    return "%s%s/%s" % (server, base, plural)
+
+
 def object_url(server, resources, obj):
     """The URL a server-side apply of `obj` goes to, as the limit client's field manager."""
-    plural, namespaced = resources[(obj["apiVersion"], obj["kind"])]
-    base = "/api/" + obj["apiVersion"] if "/" not in obj["apiVersion"] else "/apis/" + obj["apiVersion"]
     meta = obj["metadata"]
-    if namespaced:
-        base += "/namespaces/" + meta["namespace"]
-    return "%s%s/%s/%s?fieldManager=limit" % (server, base, plural, meta["name"])
+    namespaced = resources[(obj["apiVersion"], obj["kind"])][1]
+    collection = list_url(server, resources, obj["apiVersion"], obj["kind"], meta["namespace"] if namespaced else None)
+    return "%s/%s?fieldManager=limit" % (collection, meta["name"])
 
 
 def send(pool, method, url, obj, headers):

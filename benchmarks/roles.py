@@ -167,9 +167,7 @@ def noop_floor(plane, made, inventory_file, extra_file, env, attempts=3):
 
     def read(job):
         api_version, kind, selector = job
-        plural = resources[(api_version, kind)][0]
-        base = "/api/" if "/" not in api_version else "/apis/"
-        resp = pool.request("GET", "%s%s%s/%s" % (server, base, api_version, plural),
+        resp = pool.request("GET", limit.list_url(server, resources, api_version, kind),
                             fields={"labelSelector": selector}, headers=accept)
         if resp.status != 200:
             raise RuntimeError("listing %s %s: %s" % (kind, selector, resp.data[:300]))
