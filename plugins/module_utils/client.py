@@ -310,8 +310,8 @@ class Client:
             else:
                 legacy += _group_versions(root, doc)
         for api_version in legacy:
-            path = ("/api/" if "/" not in api_version else "/apis/") + api_version
-            found.update(_version_resources(api_version, self.request("GET", path, allow=(404, 503)) or {}))
+            found.update(_version_resources(api_version, self.request("GET", version_path(api_version),
+                                                                      allow=(404, 503)) or {}))
         return found
 
     def resource(self, api_version, kind):
@@ -330,7 +330,7 @@ class Client:
     # -- paths and verbs
     @staticmethod
     def path(res, namespace=None, name=None):
-        base = "/api/%s" % res.api_version if "/" not in res.api_version else "/apis/%s" % res.api_version
+        base = version_path(res.api_version)
         if res.namespaced and namespace:
             base += "/namespaces/%s" % namespace
         base += "/" + res.plural
@@ -453,6 +453,11 @@ def _decode(data):
         return json.loads(data)
     except (ValueError, TypeError):
         return {}
+
+
+def version_path(api_version):
+    """The path of a group version: /api/v1 for the core group, /apis/<group>/<version> otherwise."""
+    return ("/api/" if "/" not in api_version else "/apis/") + api_version
 
 
 def _aggregated_resources(doc):
