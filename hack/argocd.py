@@ -424,11 +424,14 @@ class ArgoCD:
         self.apply({"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
                     "metadata": {"name": name, "namespace": self.namespace}, "spec": spec})
 
+    def application_url(self, name: str) -> str:
+        """The API server's URL of the Application `name`."""
+        return f"{self.plane.server}/apis/argoproj.io/v1alpha1/namespaces/{self.namespace}/applications/{name}"
+
     def application(self, name: str) -> dict | None:
         """The Application `name` as the API server has it (its status included), None when absent."""
-        url = f"{self.plane.server}/apis/argoproj.io/v1alpha1/namespaces/{self.namespace}/applications/{name}"
         try:
-            return self.plane.request("GET", url)
+            return self.plane.request("GET", self.application_url(name))
         except ClusterError as err:
             if ": 404 " in str(err):
                 return None

@@ -17,7 +17,7 @@ from helpers import list_or_none, listable_kinds, roles_off_except, running_oper
 import argocd
 import fleet
 import measure
-from cluster import ControlPlane
+from cluster import ClusterError, ControlPlane
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import Client
 
 CLUSTER = "east"
@@ -206,17 +206,36 @@ def test_the_fleet_recipe_syncs_prunes_heals_and_does_not_fight_the_operator(wor
 
 
 def sync(argo, app, revision, timeout=300):
-    """A sync operation of the Application, as `argocd app sync` has argocd-server start one: its
-    `operation` field, with the Application's sync options (argo-cd server/application/application.go
-    Sync, v3.6.1), waited for until it has finished and the Application is Synced and Healthy."""
-    current = argo.application(app)
-    before = ((current.get("status") or {}).get("operationState") or {}).get("startedAt")
-    options = (current["spec"].get("syncPolicy") or {}).get("syncOptions") or []
-    argo.kubectl("-n", argo.namespace, "patch", "application", app, "--type=merge", "-p", json.dumps(
-        {"operation": {"initiatedBy": {"username": "kfocp-test"},
-                       "sync": {"revision": revision, "syncOptions": options}}}))
-    wait_for(lambda: ((argo.application(app).get("status") or {}).get("operationState") or {}).get("startedAt")
-             not in (None, before), timeout, what="the sync operation of %s to start" % app)
+    """A sync operation of the Application, set as `argocd app sync` has argocd-server set it
+    (argo-cd v3.6.1 server/application/application.go Sync, util/argo/argo.go SetAppOperation):
+    once no other operation is pending, the Application read, its `operation` set (with its sync
+    options), its last operation's state cleared, and written back at the resourceVersion read,
+    again on a conflict. Waited for until the controller has started this operation (the state
+    names its initiator, unique to this call: a start time has whole seconds, and another
+    operation may start in the same one), then until it has finished and the Application is
+    Synced and Healthy."""
+    initiator = "kfocp-test-" + uuid.uuid4().hex[:8]
+
+    def requested():
+        current = argo.application(app)
+        if current.get("operation"):
+            return False  # argocd-server refuses: another operation is already in progress
+        options = (current["spec"].get("syncPolicy") or {}).get("syncOptions") or []
+        current["operation"] = {"initiatedBy": {"username": initiator},
+                                "sync": {"revision": revision, "syncOptions": options}}
+        current.setdefault("status", {}).pop("operationState", None)
+        try:
+            argo.plane.request("PUT", argo.application_url(app), current)
+        except ClusterError as err:
+            if ": 409 " in str(err):
+                return False
+            raise
+        return True
+
+    wait_for(requested, timeout, what="no other operation of %s, to request a sync" % app)
+    wait_for(lambda: ((((argo.application(app).get("status") or {}).get("operationState") or {}).get("operation")
+                       or {}).get("initiatedBy") or {}).get("username") == initiator,
+             timeout, what="the sync operation of %s to start" % app)
     return argo.wait_synced(app, timeout, revision=revision)
 
 
