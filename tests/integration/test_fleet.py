@@ -232,10 +232,12 @@ def sync(argo, app, revision, timeout=300):
             raise
         return True
 
+    def started():
+        state = (argo.application(app).get("status") or {}).get("operationState") or {}
+        return ((state.get("operation") or {}).get("initiatedBy") or {}).get("username") == initiator
+
     wait_for(requested, timeout, what="no other operation of %s, to request a sync" % app)
-    wait_for(lambda: ((((argo.application(app).get("status") or {}).get("operationState") or {}).get("operation")
-                       or {}).get("initiatedBy") or {}).get("username") == initiator,
-             timeout, what="the sync operation of %s to start" % app)
+    wait_for(started, timeout, what="the sync operation of %s to start" % app)
     return argo.wait_synced(app, timeout, revision=revision)
 
 
