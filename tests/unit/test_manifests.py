@@ -1,5 +1,6 @@
 """The components role's pure transforms: a table test and a property test for each."""
 import copy
+import re
 import subprocess
 from pathlib import Path
 
@@ -481,11 +482,19 @@ DEFAULT_SECCOMP = {"seccompProfile": {"type": "RuntimeDefault"}}
     (deployment("fixed", sa="s", pod_ctx={"runAsUser": 1000, "runAsNonRoot": True}), "nonroot-v2", "runAsUser"),
     (deployment("root", sa="s", pod_ctx={"runAsUser": 0}), "anyuid", "runAsUser"),
     (deployment("nonroot-false", sa="s", ctx={"runAsNonRoot": False}), None, None),
+    # MustRunAsNonRoot refuses runAsNonRoot false whatever the UID (user/nonroot.go Validate)
+    (deployment("nonroot-false-uid", sa="s", ctx={"runAsUser": 1000, "runAsNonRoot": False}), "anyuid",
+     "runAsNonRoot"),
     # runAsGroup: no SCC has a strategy for it
     (deployment("group", sa="s", pod_ctx={"runAsGroup": 0}), None, None),
-    # fsGroup: MustRunAs in the range (restricted-v2), RunAsAny (nonroot-v2); fsGroup 185 without runAsUser
+    # fsGroup: MustRunAs allows only the first group of the namespace's block (restricted-v2 and
+    # hostnetwork-v2: sccmatching/matcher.go getPreallocatedFSGroup, Min = Max = blocks[0].Start),
+    # RunAsAny (nonroot-v2); fsGroup 185 without runAsUser
     (deployment("spark", sa="s", pod_ctx={"fsGroup": 185}), "nonroot-v2", "fsGroup"),
-    (deployment("fs-in-range", sa="s", pod_ctx={"fsGroup": 1000660001}), None, None),
+    (deployment("fs-first", sa="s", pod_ctx={"fsGroup": 1000660000}), None, None),
+    (deployment("fs-in-range", sa="s", pod_ctx={"fsGroup": 1000660001}), "nonroot-v2", "fsGroup"),
+    (deployment("fs-hostnet", sa="s", hostNetwork=True, securityContext={"fsGroup": 1000669999}), "privileged",
+     "fsGroup"),
     (deployment("fs-and-root", sa="s", pod_ctx={"fsGroup": 185, "runAsUser": 0}), "anyuid", "runAsUser"),
     # supplementalGroups: RunAsAny on restricted-v2
     (deployment("groups", sa="s", pod_ctx={"supplementalGroups": [5, 7]}), None, None),
@@ -537,6 +546,35 @@ def test_derive_scc_without_a_known_range_treats_fixed_values_as_outside():
     assert m.derive_scc([deployment("r", sa="r", ctx={"runAsUser": 1000660005})])[0]["scc"] == "nonroot-v2"
     grant = m.derive_scc([deployment("f", sa="f", pod_ctx={"fsGroup": 185})])[0]
     assert grant["scc"] == "nonroot-v2" and "components_scc_uid_range is not set" in grant["reason"]
+
+
+def pinned(name, scc, **extra):
+    obj = deployment(name, sa="s", **extra)
+    obj["spec"]["template"]["metadata"]["annotations"] = {scc_policies.REQUIRED_SCC_ANNOTATION: scc}
+    return obj
+
+
+def test_a_pod_pinned_by_required_scc_gets_that_scc_and_no_other():
+    """openshift.io/required-scc: admission lists that SCC alone (sccadmission/admission.go
+    listSortedSCCs, release-4.14 on). Unpinned, this pod would get nonroot-v2."""
+    grants = m.derive_scc([pinned("p", "anyuid", ctx={"runAsUser": 1000})], uid_range=RANGE)
+    assert [(g["serviceaccount"], g["scc"]) for g in grants] == [("s", "anyuid")]
+    assert grants[0]["field"] == "metadata.annotations[openshift.io/required-scc]"
+    assert grants[0]["reason"] == "Deployment p: metadata.annotations[openshift.io/required-scc] pins anyuid"
+    assert m.derive_scc([pinned("p", "restricted-v2")], uid_range=RANGE) == []
+
+
+@pytest.mark.parametrize("objs, message", [
+    ([pinned("p", "nonroot-v2", pod_ctx={"runAsUser": 0})], "spec.securityContext.runAsUser: nonroot-v2, the SCC "
+     "Deployment p pins with openshift.io/required-scc, refuses it"),
+    ([pinned("p", "restricted-v2", hostNetwork=True)], "spec.hostNetwork: restricted-v2"),
+    ([pinned("p", "anyuid"), deployment("q", sa="s", hostNetwork=True)], "spec.hostNetwork: anyuid"),
+    ([pinned("p", "anyuid"), pinned("q", "privileged")], "pin different SCCs (anyuid, privileged)"),
+    ([pinned("p", "custom")], "custom (on Deployment p) is not one of the SCCs kfocp models"),
+])
+def test_a_pin_that_admission_would_refuse_is_an_error_naming_the_field(objs, message):
+    with pytest.raises(DefinitionError, match="service account kubeflow/s: .*" + re.escape(message)):
+        m.derive_scc(objs, uid_range=RANGE)
 
 
 def test_derive_scc_rejects_a_bad_range():

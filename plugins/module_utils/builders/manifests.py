@@ -22,6 +22,7 @@ from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import scc
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import scc_policies
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.common import (
     dns_label, namespace as platform_namespace, plain, require)
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.objects import DefinitionError
 
 MANAGED, REMOVED = "managed", "removed"
 COMPONENT_LABEL = "kfocp.io/component"
@@ -185,11 +186,13 @@ UPSTREAM_GATEWAY = "kubeflow-gateway"
 def set_namespace(objs, new, old="kubeflow"):
     """Move everything upstream puts in namespace `old` to `new`: metadata.namespace, RBAC
     subjects, webhook and CRD conversion services, Namespace objects, service hosts
-    (`x.old.svc...`) in VirtualServices and ConfigMaps, and references to its Istio Gateways."""
+    (`x.old.svc...`) in VirtualServices and ConfigMaps, references to its Istio Gateways, and the
+    principals of its service accounts (`.../ns/old/sa/...`) in AuthorizationPolicies."""
     dns_label(new, "components_namespace")
     if new == old:
         return copy.deepcopy(objs)
     host = re.compile(r"(?<=[a-z0-9-]\.)%s(?=\.svc\b)" % re.escape(old))
+    principal = re.compile(r"(?<=/ns/)%s(?=/sa/)" % re.escape(old))
     move_gateway = _gateway_refs(objs, old, new)
     out = []
     for obj in objs:
@@ -198,7 +201,10 @@ def set_namespace(objs, new, old="kubeflow"):
         for service in _service_refs(obj):
             if service.get("namespace") == old:
                 service["namespace"] = new
-        out.append(_move_strings(obj, move_gateway, lambda value: host.sub(new, value)))
+        obj = _move_strings(obj, move_gateway, lambda value: host.sub(new, value))
+        if obj.get("kind") == "AuthorizationPolicy" and isinstance(obj.get("spec"), dict):
+            obj["spec"] = _walk_strings(obj["spec"], lambda key, value: principal.sub(new, value))
+        out.append(obj)
     return out
 
 
@@ -643,6 +649,43 @@ def profile_controller_principals(objs, principals, deployment="profiles-deploym
     return out
 
 
+# ---------------------------------------------------------------- upstream's policies of the gateway
+
+# The gateway principal upstream's web-app AuthorizationPolicies admit (central-dashboard,
+# jupyter-web-app, volumes-web-app, tensorboards-web-app, katib-ui, kserve-models-web-app,
+# ml-pipeline-ui): istio-system's istio-ingressgateway, which kfocp does not run.
+UPSTREAM_GATEWAY_PRINCIPAL = "cluster.local/ns/istio-system/sa/istio-ingressgateway-service-account"
+
+
+def gateway_policy_principals(objs, principal, upstream=UPSTREAM_GATEWAY_PRINCIPAL,
+                              field="components_profile_principals.ISTIO_INGRESS_GATEWAY_PRINCIPAL"):
+    """Every AuthorizationPolicy that names upstream's gateway principal names `principal`, the
+    gateway kfocp runs, instead: in its sources' principals and notPrincipals, and in the values of
+    its source.principal conditions. Other principals are left as they are."""
+    require(isinstance(principal, str) and _PRINCIPAL.match(principal), field, "%r is not a principal" % (principal,),
+            "Give <trust domain>/ns/<namespace>/sa/<service account> of the gateway kfocp runs")
+
+    def swap(values):
+        return [principal if value == upstream else value for value in values or []]
+
+    out = []
+    for obj in objs:
+        if obj.get("kind") == "AuthorizationPolicy" and upstream in json.dumps(obj.get("spec") or {}):
+            obj = copy.deepcopy(obj)
+            for rule in obj["spec"].get("rules") or []:
+                for source in ((entry or {}).get("source") or {} for entry in rule.get("from") or []):
+                    for key in ("principals", "notPrincipals"):
+                        if key in source:
+                            source[key] = swap(source[key])
+                for condition in rule.get("when") or []:
+                    if condition.get("key") == "source.principal":
+                        for key in ("values", "notValues"):
+                            if key in condition:
+                                condition[key] = swap(condition[key])
+        out.append(obj)
+    return out
+
+
 # ---------------------------------------------------------------- mesh membership
 
 def mesh_member(membership, namespace, field="mesh_membership"):
@@ -765,7 +808,10 @@ def derive_scc(objs, uid_range=None):
                                                                       annotations))
     grants = []
     for (namespace, account), specs in sorted(pods.items()):
-        scc, refused = scc_policies.least_privileged(specs, uid_range or None)
+        try:
+            scc, refused = scc_policies.least_privileged(specs, uid_range or None)
+        except ValueError as error:
+            raise DefinitionError("service account %s/%s: %s" % (namespace, account, error))
         if scc == scc_policies.DEFAULT:
             continue
         before = scc_policies.ORDER[scc_policies.ORDER.index(scc) - 1]
@@ -774,8 +820,9 @@ def derive_scc(objs, uid_range=None):
             text = "%s: %s %s" % (label, field, why)
             if text not in reasons:
                 reasons.append(text)
+        pinned = refused[0][1].endswith("[%s]" % scc_policies.REQUIRED_SCC_ANNOTATION)
         grants.append({"namespace": namespace, "serviceaccount": account, "scc": scc, "field": refused[0][1],
-                       "reason": "%s refuses: %s" % (before, "; ".join(reasons))})
+                       "reason": reasons[0] if pinned else "%s refuses: %s" % (before, "; ".join(reasons))})
     return grants
 
 
@@ -1035,6 +1082,14 @@ def gateway_principals_pass(state):
         state.objs = profile_controller_principals(state.objs, state.options["principals"])
 
 
+def gateway_policies_pass(state):
+    """Upstream's AuthorizationPolicies that admit istio-system's gateway admit the gateway kfocp
+    runs instead (the profile controller's ISTIO_INGRESS_GATEWAY_PRINCIPAL)."""
+    principal = (state.options.get("principals") or {}).get("ISTIO_INGRESS_GATEWAY_PRINCIPAL")
+    if principal:
+        state.objs = gateway_policy_principals(state.objs, principal)
+
+
 def sidecars_pass(state):
     """Inject sidecars into the workloads of the listed namespaces (the components' by default),
     and label those namespaces, and the profile namespaces, for injection."""
@@ -1133,7 +1188,7 @@ def ownership_pass(state):
 # sidecars are injected, SCCs and Pod Security levels are derived from the final pods, and the
 # namespaces get every label the passes before gave them).
 PASSES = (namespace_pass, api_versions_pass, argo_pass, metadata_envoy_pass, virtualservices_pass,
-          gateway_principals_pass, sidecars_pass, profile_pod_security_pass, images_pass, scc_pass,
+          gateway_principals_pass, gateway_policies_pass, sidecars_pass, profile_pod_security_pass, images_pass, scc_pass,
           mesh_membership_pass, pod_security_pass, platform_namespaces_pass, ownership_pass)
 
 
@@ -1146,7 +1201,8 @@ def assemble(rendered, options, passes=PASSES):
     profile_pod_security (the level written into the profile controller's namespace labels, or none),
     api_versions, mirror {prefixes, digests}, sidecar {revision, authservice,
     exclude, namespaces}, virtualservice {gateway, hosts, export_to}, metadata_envoy {base_id, config},
-    principals {env name: principal} (the profile controller's), mesh_membership (what the
+    principals {env name: principal} (the profile controller's; its ISTIO_INGRESS_GATEWAY_PRINCIPAL
+    replaces istio-system's gateway in upstream's AuthorizationPolicies), mesh_membership (what the
     mesh_membership filter returns for the namespace: its labels and ServiceMeshMember),
     argo {s3, configmap}, scc {uid_range}, take_over [Kind/name patterns], render (bool: plain objects
     for GitOps).

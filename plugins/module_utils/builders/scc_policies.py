@@ -9,8 +9,9 @@ tests/unit/test_scc_policies.py checks that they agree). `admits()` evaluates on
 strategies against a pod spec the way OpenShift's SCC admission validates it
 (openshift/apiserver-library-go pkg/securitycontextconstraints): privileged containers,
 privilege escalation, added capabilities, host network/PID/IPC and host ports, volume types and
-hostPath, runAsUser (MustRunAsRange, MustRunAsNonRoot, RunAsAny), SELinux, fsGroup and
-supplementalGroups (MustRunAs within the namespace's range, RunAsAny), seccomp profiles (the
+hostPath, runAsUser (MustRunAsRange, MustRunAsNonRoot, RunAsAny), SELinux, fsGroup (MustRunAs: the
+first value of the namespace's group block only), supplementalGroups (MustRunAs within the
+namespace's range), RunAsAny, seccomp profiles (the
 fields and the seccomp annotations, which SCC admission still reads) and sysctls: one check per
 field, pod fields first, then each container's (_POD_CHECKS, _CONTAINER_CHECKS).
 runAsGroup is not read: none of these six SCCs sets a runAsGroup strategy, and the admission
@@ -19,7 +20,9 @@ one is RunAsAny), so it never decides.
 
 `least_privileged()` walks ORDER, OpenShift's own order of restrictiveness, and returns the first
 SCC that admits every pod, with the fields that the SCC just before it refused: the fields that
-forced the grant. That order is SCC admission's sort by "points" (openshift/apiserver-library-go
+forced the grant. A pod annotated openshift.io/required-scc (OpenShift 4.14 on) is validated
+against that SCC alone (sccadmission/admission.go listSortedSCCs), so an account with such pods
+needs that SCC and no other. That order is SCC admission's sort by "points" (openshift/apiserver-library-go
 pkg/securitycontextconstraints/util/sort/byrestrictions.go, pointValue): privileged containers
 weigh most, then host ports, host network, host path volumes, other non-trivial volumes, the
 SELinux and runAsUser strategies, and capabilities. So hostnetwork-v2 (host network and ports)
@@ -28,6 +31,8 @@ comes after anyuid and hostmount-anyuid. Nothing here does I/O.
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
+
+import json
 
 _RESTRICTED_VOLUMES = ("configMap", "csi", "downwardAPI", "emptyDir", "ephemeral", "persistentVolumeClaim",
                        "projected", "secret")
@@ -83,6 +88,10 @@ SCCS = {
 ORDER = ("restricted-v2", "nonroot-v2", "anyuid", "hostmount-anyuid", "hostnetwork-v2", "privileged")
 DEFAULT = "restricted-v2"
 
+# The pod annotation that pins a pod to one SCC (openshift/api security/v1 RequiredSCCAnnotation): SCC
+# admission then lists that SCC alone (sccadmission/admission.go listSortedSCCs, release-4.14 on).
+REQUIRED_SCC_ANNOTATION = "openshift.io/required-scc"
+
 # The sysctls every SCC allows (apiserver-library-go sysctl/mustmatchpatterns.go: the legacy safe
 # list and the three a kernel of 4.15 or later namespaces); others only where allowedUnsafeSysctls
 # lists them.
@@ -96,6 +105,37 @@ _SECCOMP = {"RuntimeDefault": "runtime/default", "Unconfined": "unconfined"}
 # pod's wins over its field, a container's field over the container's annotation.
 SECCOMP_POD_ANNOTATION = "seccomp.security.alpha.kubernetes.io/pod"
 SECCOMP_CONTAINER_ANNOTATION = "container.seccomp.security.alpha.kubernetes.io/"
+
+
+_BOOLEANS = ("allowPrivilegedContainer", "allowHostNetwork", "allowHostPID", "allowHostIPC", "allowHostPorts",
+             "allowHostDirVolumePlugin")
+_LISTS = ("allowedCapabilities", "volumes", "seccompProfiles", "allowedUnsafeSysctls")
+_STRATEGIES = {"runAsUser": ("MustRunAsRange", "MustRunAsNonRoot", "RunAsAny"), "seLinuxContext": ("MustRunAs", "RunAsAny"),
+               "fsGroup": ("MustRunAs", "RunAsAny"), "supplementalGroups": ("MustRunAs", "RunAsAny")}
+
+
+def strategies(obj):
+    """The fields of an SCC object that decide admission, in SCCS's form, for the strategies modelled
+    here: ranges from the namespace only (none fixed in the SCC), no fixed SELinux context, UID or
+    read-only root filesystem, no forbidden sysctls or flex volumes. Raises ValueError naming the
+    first field of `obj` it does not model. allowPrivilegeEscalation left out is true (openshift/api
+    security/v1 types.go)."""
+    name = (obj.get("metadata") or {}).get("name", "")
+    out = dict((key, bool(obj.get(key))) for key in _BOOLEANS)
+    out["allowPrivilegeEscalation"] = obj.get("allowPrivilegeEscalation") is not False
+    out.update((key, obj.get(key)) for key in _LISTS)
+    out["volumes"] = out["volumes"] or []
+    for key, known in sorted(_STRATEGIES.items()):
+        options = obj.get(key) or {}
+        extra = sorted(k for k, v in options.items() if k != "type" and v not in (None, [], {}))
+        if options.get("type") not in known or extra:
+            raise ValueError("SCC %s: %s %s is not a strategy modelled here (%s without ranges or options)" % (
+                name, key, json.dumps(options, sort_keys=True), ", ".join(known)))
+        out[key] = options["type"]
+    for key in ("readOnlyRootFilesystem", "forbiddenSysctls", "allowedFlexVolumes"):
+        if obj.get(key):
+            raise ValueError("SCC %s: %s %s is not modelled here" % (name, key, json.dumps(obj[key])))
+    return out
 
 
 def _containers(spec):
@@ -189,10 +229,18 @@ def _volumes(scc, pod):
 
 
 def _fs_group(scc, pod):
+    """MustRunAs: the namespace's first group only. SCC admission gives the fsGroup strategy one
+    range, Min = Max = the first block's start (sccmatching/matcher.go getPreallocatedFSGroup), where
+    supplementalGroups gets every block whole (getPreallocatedSupplementalGroups)."""
     group = pod.context.get("fsGroup")
-    if scc["fsGroup"] != "MustRunAs" or not isinstance(group, int) or _in_range(group, pod.group_range):
+    if scc["fsGroup"] != "MustRunAs" or not isinstance(group, int) or isinstance(group, bool):
         return []
-    return [("spec.securityContext.fsGroup", "%d is %s" % (group, _range_text(pod.group_range)))]
+    if pod.group_range and group == int(pod.group_range.get("start", -1)):
+        return []
+    if not pod.group_range:
+        return [("spec.securityContext.fsGroup", "%d is %s" % (group, _range_text(pod.group_range)))]
+    return [("spec.securityContext.fsGroup", "%d is not %d, the first group of the namespace's range, the only fsGroup "
+             "allowed" % (group, int(pod.group_range["start"])))]
 
 
 def _supplemental_groups(scc, pod):
@@ -286,10 +334,13 @@ def _user_in_range(pod, _box, uid, where):
 
 
 def _user_not_root(pod, box, uid, where):
+    """MustRunAsNonRoot (user/nonroot.go Validate): runAsNonRoot false is refused whatever the UID,
+    then UID 0; with neither set, admission sets runAsNonRoot true (sccmatching/provider.go)."""
+    if box.context.get("runAsNonRoot", pod.context.get("runAsNonRoot")) is False:
+        path = box.path if "runAsNonRoot" in box.context else "spec.securityContext"
+        return [(path + ".runAsNonRoot", "false is not allowed (it must be true)")]
     if uid == 0:
         return [(where, "0 (root) is not allowed")]
-    if uid is None and box.context.get("runAsNonRoot", pod.context.get("runAsNonRoot")) is False:
-        return [(box.path + ".runAsNonRoot", "false without a non-root runAsUser is not allowed")]
     return []
 
 
@@ -320,8 +371,9 @@ def refusals(name, spec, uid_range=None, group_range=None, annotations=None):
     `uid_range` and `group_range` ({start, size}) are the namespace's UID and supplemental group
     ranges (OpenShift annotates each namespace with them; the group range is the UID range unless
     set otherwise). Unknown (None or {}): a fixed value is taken to be outside. `annotations` are
-    the pod's, for the seccomp annotations SCC admission reads."""
-    scc = SCCS[name]
+    the pod's, for the seccomp annotations SCC admission reads. `name` may also be the strategies of
+    an SCC object (strategies())."""
+    scc = SCCS[name] if isinstance(name, str) else name
     pod = _Pod(spec, uid_range, group_range, annotations)
     found = []
     for check in _POD_CHECKS:
@@ -342,14 +394,54 @@ def _unique(items):
     return out
 
 
+def _refused(name, pods, uid_range, group_range):
+    return [(pod[0], field, why) for pod in pods
+            for field, why in refusals(name, pod[1], uid_range, group_range, pod[2] if len(pod) > 2 else None)]
+
+
+def _pin(pod):
+    return ((pod[2] if len(pod) > 2 else None) or {}).get(REQUIRED_SCC_ANNOTATION) or None
+
+
+def required_scc(pods):
+    """The SCC the pods pin with openshift.io/required-scc and the label of the first pod that
+    does, or (None, None). Raises ValueError, naming the annotation and the fix, when pods pin
+    different SCCs (one service account gets one SCC here) or one that kfocp does not model."""
+    pins = [(pod[0], _pin(pod)) for pod in pods if _pin(pod)]
+    if not pins:
+        return None, None
+    names = sorted(set(name for _label, name in pins))
+    where = "metadata.annotations[%s]" % REQUIRED_SCC_ANNOTATION
+    if len(names) > 1:
+        raise ValueError("%s: the pods of one service account pin different SCCs (%s). Give each pod that pins "
+                         "an SCC a service account of its own" % (where, ", ".join(names)))
+    if names[0] not in SCCS:
+        raise ValueError("%s: %s (on %s) is not one of the SCCs kfocp models (%s). Pin one of those or leave the "
+                         "annotation out" % (where, names[0], pins[0][0], ", ".join(ORDER)))
+    return names[0], pins[0][0]
+
+
 def least_privileged(pods, uid_range=None, group_range=None):
     """The least privileged SCC (in ORDER) that admits every pod, and the refusals of the SCC just
     before it: (scc, [(pod label, field path, why)]). `pods` is [(label, pod spec)] or
-    [(label, pod spec, pod annotations)]."""
+    [(label, pod spec, pod annotations)].
+
+    When pods pin an SCC (required_scc) it is that SCC, with the pin as the reason: admission
+    validates a pinned pod against it alone, and the account's other pods against restricted-v2
+    and it. A pod that would then be refused raises ValueError naming the field."""
+    pinned, label = required_scc(pods)
+    if pinned:
+        refused = []
+        for pod in pods:
+            if _pin(pod) or _refused(DEFAULT, [pod], uid_range, group_range):
+                refused += _refused(pinned, [pod], uid_range, group_range)
+        if refused:
+            raise ValueError("%s: %s, the SCC %s pins with %s, refuses it: %s %s. Change the pod or the pin" % (
+                refused[0][1], pinned, label, REQUIRED_SCC_ANNOTATION, refused[0][0], refused[0][2]))
+        return pinned, [(label, "metadata.annotations[%s]" % REQUIRED_SCC_ANNOTATION, "pins %s" % pinned)]
     previous = []
     for name in ORDER:
-        refused = [(pod[0], field, why) for pod in pods
-                   for field, why in refusals(name, pod[1], uid_range, group_range, pod[2] if len(pod) > 2 else None)]
+        refused = _refused(name, pods, uid_range, group_range)
         if not refused:
             return name, previous
         previous = refused
