@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import yaml
 
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import scc_policies
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import KubeError
 
 # ---------------------------------------------------------------- Kubeflow's profile controller
@@ -821,36 +822,112 @@ def _may_use(kube, scc, namespace, user, groups):
     return bool((answer.get("status") or {}).get("allowed"))
 
 
+# byrestrictions.go's weights (openshift/apiserver-library-go pkg/securitycontextconstraints/util/sort,
+# the same from release-4.14, 6bfafa97, to release-4.21, a8019f39)
+_PRIVILEGED, _HOST_PORTS, _HOST_NETWORK, _HOST_VOLUME, _NON_TRIVIAL_VOLUME = 1600000, 800000, 400000, 200000, 100000
+_STRATEGY_POINTS = {"RunAsAny": 40000, "MustRunAsNonRoot": 30000, "MustRunAsRange": 20000, "MustRunAs": 10000}
+_TRIVIAL_VOLUMES = {"secret", "configMap", "emptyDir", "downwardAPI", "projected", "none"}
+
+
+def _capability_points(scc):
+    allowed = [c.upper() for c in scc.get("allowedCapabilities") or []]
+    dropped = [c.upper() for c in scc.get("requiredDropCapabilities") or []]
+    total = 5000 + 300 * len(scc.get("defaultAddCapabilities") or [])
+    total += 4000 if ("*" in allowed or "ALL" in allowed) else 10 * len(allowed)
+    total += -3000 if "ALL" in dropped else -50 * len(dropped)
+    return max(0, min(9999, total))
+
+
+def scc_points(scc):
+    """byrestrictions.go pointValue of an SCC object: the fewer, the more restrictive."""
+    volumes = scc.get("volumes") or []
+    total = _PRIVILEGED if scc.get("allowPrivilegedContainer") else 0
+    if any(v in ("hostPath", "*") for v in volumes):
+        total += _HOST_VOLUME
+    elif any(v not in _TRIVIAL_VOLUMES for v in volumes):
+        total += _NON_TRIVIAL_VOLUME
+    total += _HOST_NETWORK if scc.get("allowHostNetwork") else 0
+    total += _HOST_PORTS if scc.get("allowHostPorts") else 0
+    total += _capability_points(scc)
+    for key in ("seLinuxContext", "runAsUser"):
+        total += _STRATEGY_POINTS.get((scc.get(key) or {}).get("type"), 0)
+    return total
+
+
+def scc_admission_order(sccs):
+    """sccsort.ByPriority: highest priority first (nil is 0), then fewest points, then by name."""
+    return sorted(sccs, key=lambda scc: (-(scc.get("priority") or 0), scc_points(scc), scc["metadata"]["name"]))
+
+
+# The namespace annotations SCC admission reads its ranges from (openshift/api security/v1 consts.go).
+UID_RANGE_ANNOTATION = "openshift.io/sa.scc.uid-range"
+GROUPS_ANNOTATION = "openshift.io/sa.scc.supplemental-groups"
+
+
+def _block(value):
+    """The first block of a range annotation, "<start>/<size>" (blocks separated by commas)."""
+    start, _slash, size = (value or "").split(",")[0].partition("/")
+    return {"start": int(start), "size": int(size)} if start.isdigit() and size.isdigit() else None
+
+
+def namespace_ranges(namespace):
+    """(UID range, group range) of a Namespace object, from its annotations (the groups fall back
+    to the UID range, sccmatching/matcher.go getSupplementalGroupsAnnotation); None where unset."""
+    annotations = ((namespace or {}).get("metadata") or {}).get("annotations") or {}
+    uids = _block(annotations.get(UID_RANGE_ANNOTATION))
+    return uids, _block(annotations.get(GROUPS_ANNOTATION, annotations.get(UID_RANGE_ANNOTATION)))
+
+
+def scc_admit(sccs, pod, usable, namespace=None):
+    """The SCC SCC admission admits `pod` under, as openshift/apiserver-library-go does it (the same
+    from release-4.14, 6bfafa97, to release-4.21, a8019f39): sccadmission/admission.go listSortedSCCs
+    lists the SCC the pod pins with openshift.io/required-scc alone, else every SCC, sorted by
+    sccsort.ByPriority; computeSecurityContext skips those `usable(name)` is false for and takes the
+    first whose strategies admit the pod, field by field (scc_policies.refusals on the SCC's own
+    fields, with the namespace's ranges). `sccs` are SCC objects, `namespace` the pod's Namespace;
+    where it has no range annotations (OpenShift's namespace controller always sets them) a fixed
+    UID or group is taken to be outside, as SCC derivation takes it. Raises AssertionError with
+    every SCC's reason when none admits it."""
+    meta = pod["metadata"]
+    required = (meta.get("annotations") or {}).get(scc_policies.REQUIRED_SCC_ANNOTATION)
+    if required:
+        sccs = [scc for scc in sccs if scc["metadata"]["name"] == required]
+        if not sccs:
+            raise AssertionError("SCC admission refuses %s/%s: failed to retrieve the required SCC %r" % (
+                meta.get("namespace"), meta.get("name"), required))
+    uid_range, group_range = namespace_ranges(namespace)
+    reasons = []
+    for scc in scc_admission_order(sccs):
+        name = scc["metadata"]["name"]
+        if not usable(name):
+            reasons.append("%s: not usable by user or serviceaccount" % name)
+            continue
+        refused = scc_policies.refusals(scc_policies.strategies(scc), pod.get("spec") or {}, uid_range, group_range,
+                                        meta.get("annotations"))
+        if not refused:
+            return name
+        reasons.append("%s: %s" % (name, "; ".join("%s %s" % item for item in refused)))
+    raise AssertionError("SCC admission refuses %s/%s: %s" % (meta.get("namespace"), meta.get("name"),
+                                                              " | ".join(reasons)))
+
+
 def scc_admission_choice(kube, pod, creator, creator_groups):
-    """The SCC OpenShift's SCC admission admits a pod under (openshift/apiserver-library-go
-    sccadmission, scc_authz_check.go and sccmatching/matcher.go): among the SCCs the pod's service
+    """scc_admit() on the live SCCs and the pod's Namespace: an SCC is usable when the pod's service
     account (user system:serviceaccount:<ns>:<sa>, groups system:serviceaccounts and
-    system:serviceaccounts:<ns>) or the user who created the pod may use, the first by priority
-    (sccsort.ByPriority, highest first). For a pod that every usable SCC
-    admits, the first is the one. Where several share the highest priority, admission orders them
-    by restrictiveness and takes the first that admits the pod, which this stand-in does not compute:
-    it takes the one granted to the pod's own service account, when exactly one is, else refuses."""
+    system:serviceaccounts:<ns>) or the user who created the pod may use it
+    (sccadmission/scc_authz_check.go, sccmatching/matcher.go ConstraintAppliesTo)."""
     namespace = pod["metadata"]["namespace"]
     account = (pod.get("spec") or {}).get("serviceAccountName") or "default"
     sa_user = "system:serviceaccount:%s:%s" % (namespace, account)
     sa_groups = ["system:serviceaccounts", "system:serviceaccounts:" + namespace]
     sccs = kube.list(kube.resource("security.openshift.io/v1", "SecurityContextConstraints"))
-    by_account = set(scc["metadata"]["name"] for scc in sccs if _may_use(kube, scc, namespace, sa_user, sa_groups))
-    usable = [scc for scc in sccs if scc["metadata"]["name"] in by_account
-              or _may_use(kube, scc, namespace, creator, creator_groups)]
-    if not usable:
-        raise AssertionError("SCC admission refuses %s/%s: no SCC it may use" % (namespace, pod["metadata"]["name"]))
-    top = max(scc.get("priority") or 0 for scc in usable)
-    first = sorted(scc["metadata"]["name"] for scc in usable if (scc.get("priority") or 0) == top)
-    if len(first) > 1 and len(by_account & set(first)) == 1:
-        # admission would try them from the most restrictive on and take the first that admits
-        # the pod; a service account is granted an SCC of its own because the pod needs it, so
-        # that is the one (verify.yml accepts any SCC the service account may use)
-        first = sorted(by_account & set(first))
-    if len(first) > 1:
-        raise AssertionError("SCCs %s share priority %d: admission would order them by restrictiveness, which this "
-                             "stand-in does not compute" % (", ".join(first), top))
-    return first[0]
+    by_name = dict((scc["metadata"]["name"], scc) for scc in sccs)
+
+    def usable(name):
+        return (_may_use(kube, by_name[name], namespace, creator, creator_groups)
+                or _may_use(kube, by_name[name], namespace, sa_user, sa_groups))
+
+    return scc_admit(sccs, pod, usable, kube.get(kube.resource("v1", "Namespace"), namespace))
 
 
 # A workload controller creates the pods of Deployments and StatefulSets: its own service account,

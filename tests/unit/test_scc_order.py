@@ -3,7 +3,7 @@
 SCC admission sorts the SCCs a pod may use by priority, then by "points", then by name
 (openshift/apiserver-library-go pkg/securitycontextconstraints/util/sort/bypriority.go and
 byrestrictions.go at commit a8019f39f6708878cbb42101693940ed4817ab82). The fewer points, the more
-restrictive the SCC. `points()` below is upstream's pointValue, with its constants, applied to the
+restrictive the SCC. `points()` (standins.scc_points) is upstream's pointValue, with its constants, applied to the
 SCC definitions OpenShift ships (hack/seed/sccs.yaml, copied from
 openshift/cluster-kube-apiserver-operator bindata/bootkube/scc-manifests). Registered in
 docs/contracts.md ("OpenShift controllers")."""
@@ -12,44 +12,14 @@ from pathlib import Path
 import pytest
 import yaml
 
+import standins
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import manifests as m
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import scc_policies
 
 ROOT = Path(__file__).resolve().parents[2]
 
-# byrestrictions.go constants
-PRIVILEGED, HOST_PORTS, HOST_NETWORK, HOST_VOLUME, NON_TRIVIAL_VOLUME = 1600000, 800000, 400000, 200000, 100000
-STRATEGY = {"RunAsAny": 40000, "MustRunAsNonRoot": 30000, "MustRunAsRange": 20000, "MustRunAs": 10000}
-CAP_DEFAULT, CAP_ADD_ONE, CAP_ALLOW_ALL, CAP_ALLOW_ONE, CAP_DROP_ALL, CAP_DROP_ONE = 5000, 300, 4000, 10, -3000, -50
-CAP_MAX, CAP_MIN = 9999, 0
-TRIVIAL_VOLUMES = {"secret", "configMap", "emptyDir", "downwardAPI", "projected", "none"}
-
-
-def _volume_points(volumes):
-    volumes = volumes or []
-    if any(v in ("hostPath", "*") for v in volumes):
-        return HOST_VOLUME
-    return NON_TRIVIAL_VOLUME if any(v not in TRIVIAL_VOLUMES for v in volumes) else 0
-
-
-def _capability_points(scc):
-    allowed = [c.upper() for c in scc.get("allowedCapabilities") or []]
-    dropped = [c.upper() for c in scc.get("requiredDropCapabilities") or []]
-    total = CAP_DEFAULT + CAP_ADD_ONE * len(scc.get("defaultAddCapabilities") or [])
-    total += CAP_ALLOW_ALL if ("*" in allowed or "ALL" in allowed) else CAP_ALLOW_ONE * len(allowed)
-    total += CAP_DROP_ALL if "ALL" in dropped else CAP_DROP_ONE * len(dropped)
-    return max(CAP_MIN, min(CAP_MAX, total))
-
-
-def points(scc):
-    """byrestrictions.go pointValue."""
-    total = PRIVILEGED if scc.get("allowPrivilegedContainer") else 0
-    total += _volume_points(scc.get("volumes"))
-    total += HOST_NETWORK if scc.get("allowHostNetwork") else 0
-    total += HOST_PORTS if scc.get("allowHostPorts") else 0
-    total += _capability_points(scc)
-    total += STRATEGY[scc["seLinuxContext"]["type"]] + STRATEGY[scc["runAsUser"]["type"]]
-    return total
+# byrestrictions.go pointValue, the stand-in SCC admission sorts by
+points = standins.scc_points
 
 
 def shipped():
