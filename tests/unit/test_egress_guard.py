@@ -1,9 +1,10 @@
 """The guard against dials off the machine (hack/egress_guard.py) and the egress proxy's address
 rules (hack/egress.py). The planted dial runs in a network namespace of its own, whose only route
 to 10.0.0.0/8 is its loopback interface: its SYN never leaves that namespace."""
+import os
+import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -32,10 +33,38 @@ def test_the_guard_names_a_dial_off_the_machine_and_the_process(egress_guard):
     assert "connect_ex(('10.0.0.1', 443))" in found[0], found
 
 
-def test_the_guard_ignores_loopback_and_other_processes():
-    guard = EgressGuard(roots=[1 << 22], interval=0.05).start()  # a pid that no process has
-    time.sleep(0.3)
-    assert guard.stop() == []
+# Two processes in one network namespace whose route to 10.0.0.0/8 is its loopback interface: one
+# holds UDP sockets connected to 127.0.0.1 and ::1, the other one connected to 10.0.0.1:443 (a UDP
+# connect() sends nothing). Each prints its role and pid once its sockets are connected.
+LOOPBACK = ("import os, socket, time; a = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); a.connect(('127.0.0.1', 9)); "
+            "b = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM); b.connect(('::1', 9)); "
+            "print('loopback', os.getpid(), flush=True); time.sleep(30)")
+REMOTE = ("import os, socket, time; c = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); c.connect(('10.0.0.1', 443)); "
+          "print('remote', os.getpid(), flush=True); time.sleep(30)")
+
+
+def test_the_guard_ignores_loopback_and_other_processes(egress_guard):
+    script = ("ip link set lo up && ip route add 10.0.0.0/8 dev lo || exit 1; "
+              "%s -c \"$1\" & %s -c \"$2\" & wait" % (sys.executable, sys.executable))
+    child = subprocess.Popen(["unshare", "--net", "sh", "-c", script, "sh", LOOPBACK, REMOTE],  # pylint: disable=consider-using-with
+                             stdout=subprocess.PIPE, text=True, start_new_session=True)
+    egress_guard.exempt(child.pid)  # the session's guard would report the remote one: it is planted
+    try:
+        pids = dict(child.stdout.readline().split() for _ in range(2))
+        loopback, remote = int(pids["loopback"]), int(pids["remote"])
+        # the process that holds only loopback sockets: nothing, though the other one, in the same
+        # network namespace, holds a socket off the machine
+        guard = EgressGuard(roots=[loopback])
+        guard.poll()
+        assert guard.report() == []
+        # the same poll with the other process as a root names its socket
+        guard = EgressGuard(roots=[remote])
+        guard.poll()
+        assert [line.split(": ", 1)[0] for line in guard.report()] == [
+            "10.0.0.1:443 (udp connected) by pid %d" % remote]
+    finally:
+        os.killpg(child.pid, signal.SIGKILL)  # the shell and both processes: the group it leads
+        child.wait()
 
 
 @pytest.mark.parametrize("text, address", [
