@@ -1,0 +1,146 @@
+"""kfocp's adaptation held to upstream's own objects: the `kubectl kustomize example` render of each
+Kubeflow release kfocp supports (kubeflow/manifests v1.10.2, v1.11.0 and 26.03, in
+../shared/upstream, see its README), read here and put through assemble as the components role
+does. The oracle is upstream's render: what its own policies decide for its own gateway, and the
+names and labels its objects carry."""
+import functools
+import gzip
+import re
+
+import pytest
+import yaml
+
+from ansible_collections.kfocp.kubeflow.plugins.module_utils import authz
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import manifests as m
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import mesh
+
+from helpers import ROOT
+
+UPSTREAM = ROOT.parent / "shared" / "upstream"
+RELEASES = ("v1.10.2", "v1.11.0", "26.03")
+# upstream's gateway, as its AuthorizationPolicies name it, and the namespace of its mesh
+UPSTREAM_PRINCIPAL = "cluster.local/ns/istio-system/sa/istio-ingressgateway-service-account"
+UPSTREAM_ROOT = "istio-system"
+# the web apps whose policy upstream writes for its gateway, by the policy's name
+UIS = {"central-dashboard", "jupyter-web-app", "volumes-web-app", "tensorboards-web-app", "katib-ui",
+       "kserve-models-web-app", "ml-pipeline-ui"}
+FLAVOURS = {
+    "ossm2": {"flavour": "ossm2"},
+    "ossm3": {"flavour": "ossm3"},
+    "external": {"flavour": "external", "external": {"namespace": "ingress", "gateway": "public-gateway"}},
+}
+
+needs_upstream = pytest.mark.skipif(not UPSTREAM.is_dir(), reason="../shared/upstream (upstream's renders) is absent")
+
+
+@functools.lru_cache(maxsize=None)
+def _render(release):
+    with gzip.open(str(UPSTREAM / ("example-render-%s.yaml.gz" % release)), "rt") as stream:
+        return tuple(obj for obj in yaml.load_all(stream, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) if obj)
+
+
+def render(release):
+    """Upstream's render of `example` at the release, as kubectl kustomize printed it."""
+    return [dict(obj) for obj in _render(release)]
+
+
+def assembled(release, flavour, namespace="kubeflow"):
+    """The render through assemble with the options the components role gives it by default."""
+    info = mesh.gateway_info(FLAVOURS[flavour])
+    options = {"namespace": namespace, "api_versions": {"security.istio.io/AuthorizationPolicy": "v1"},
+               "principals": {"ISTIO_INGRESS_GATEWAY_PRINCIPAL": info["principal"],
+                              "KFP_UI_PRINCIPAL": "cluster.local/ns/%s/sa/ml-pipeline-ui" % namespace},
+               "sidecar": {}}
+    return m.assemble({"example": render(release)}, options)["objects"], info
+
+
+def _policies(objs):
+    return [o for o in objs if o.get("kind") == "AuthorizationPolicy"]
+
+
+def _names_principal(policy, principal):
+    return principal in yaml.safe_dump(policy.get("spec") or {})
+
+
+def _pod_labels(objs, host):
+    """The pod labels of the workload behind a Service host (name.namespace.svc.cluster.local)."""
+    name, namespace = host.split(".")[:2]
+    service = next(o for o in objs if o["kind"] == "Service" and o["metadata"]["name"] == name
+                   and o["metadata"].get("namespace") == namespace)
+    selector = service["spec"]["selector"]
+    for obj in objs:
+        labels = m.pod_meta(obj).get("labels") or {}
+        if m.pod_spec(obj) is not None and obj["metadata"].get("namespace") == namespace and \
+                all(labels.get(k) == v for k, v in selector.items()):
+            return namespace, labels
+    raise AssertionError("no workload behind %s" % host)
+
+
+def gateway_paths(objs, namespace):
+    """(path, namespace, pod labels) of each route the VirtualServices of `namespace` publish on
+    the kubeflow Gateway."""
+    out = []
+    for vs in objs:
+        if vs.get("kind") != "VirtualService" or vs["metadata"].get("namespace") != namespace:
+            continue
+        if not any(g.rpartition("/")[2] == m.UPSTREAM_GATEWAY for g in vs["spec"].get("gateways") or []):
+            continue
+        for http in vs["spec"].get("http") or []:
+            for match in http.get("match") or []:
+                path = match["uri"]["prefix"]
+                out.append((path,) + _pod_labels(objs, http["route"][0]["destination"]["host"]))
+    return sorted(out)
+
+
+def admitted(objs, principal, root, namespace):
+    """{path: (allowed, reason)} for a logged-in user's request from the gateway `principal`."""
+    policies = _policies(objs)
+    out = {}
+    for path, where, labels in gateway_paths(objs, namespace):
+        request = {"principal": principal, "headers": {"kubeflow-userid": "alice@example.com"}, "path": path + "x",
+                   "method": "GET"}
+        out[path] = authz.decide(policies, request, where, labels, root_namespace=root)
+    return out
+
+
+@needs_upstream
+@pytest.mark.parametrize("flavour", sorted(FLAVOURS))
+@pytest.mark.parametrize("release", RELEASES)
+def test_upstreams_gateway_policies_admit_the_gateway_kfocp_runs(release, flavour):
+    before = dict((p["metadata"]["name"], p) for p in _policies(render(release))
+                  if _names_principal(p, UPSTREAM_PRINCIPAL))
+    assert set(before) >= UIS, "upstream's render names its gateway in %s" % sorted(before)
+    objs, info = assembled(release, flavour)
+    after = dict((p["metadata"]["name"], p) for p in _policies(objs))
+    if info["principal"] != UPSTREAM_PRINCIPAL:
+        assert not [name for name, p in after.items() if _names_principal(p, UPSTREAM_PRINCIPAL)]
+    assert [name for name in before if not _names_principal(after[name], info["principal"])] == []
+
+
+@needs_upstream
+@pytest.mark.parametrize("namespace", ["kubeflow", "ml"])
+@pytest.mark.parametrize("flavour", sorted(FLAVOURS))
+@pytest.mark.parametrize("release", RELEASES)
+def test_every_path_upstream_admits_from_its_gateway_is_admitted_from_kfocps(release, flavour, namespace):
+    """Upstream's policies, as upstream wrote them, decide for upstream's gateway; the policies kfocp
+    applies decide the same for the gateway kfocp runs, on every path the VirtualServices publish."""
+    upstream = admitted(render(release), UPSTREAM_PRINCIPAL, UPSTREAM_ROOT, "kubeflow")
+    objs, info = assembled(release, flavour, namespace)
+    kfocp = admitted(objs, info["principal"], info["mesh_namespace"], namespace)
+    assert sorted(kfocp) == sorted(upstream)
+    assert {"/", "/jupyter/", "/volumes/", "/tensorboards/", "/katib/", "/pipeline", "/kserve-endpoints/"} <= \
+        set(path for path, (allowed, _reason) in upstream.items() if allowed)
+    refused = dict((path, kfocp[path]) for path in upstream if upstream[path][0] and not kfocp[path][0])
+    assert refused == {}
+    # KFAM admits only the dashboard, upstream's and kfocp's alike: not the gateway
+    assert not upstream["/kfam/"][0] and not kfocp["/kfam/"][0]
+
+
+@needs_upstream
+@pytest.mark.parametrize("release", RELEASES)
+def test_a_custom_namespace_moves_the_principals_of_upstreams_service_accounts(release):
+    objs, _info = assembled(release, "ossm3", "ml")
+    found = set()
+    for policy in _policies(objs):
+        found |= set(re.findall(r"cluster\.local/ns/([a-z0-9-]+)/sa/", yaml.safe_dump(policy.get("spec") or {})))
+    assert "kubeflow" not in found and "ml" in found
