@@ -9,6 +9,13 @@ export KFOCP_CLUSTER_DIR ?= $(CURDIR)/.cluster
 PYTEST_ARGS ?=
 # make test runs the test files on this many workers (pytest-xdist), each with its own control plane.
 TEST_WORKERS ?= 2
+# The tests, the benchmark and the soak run with no route off this machine: in a network namespace
+# of their own whose only interface is loopback (hack/netns.py; as root, or in a user namespace).
+# A dial off the machine fails at once, and the tests name it. Builds, which need the package
+# registries, run outside it. NETNS=0 runs everything in the machine's own network namespace (also
+# needed with KFOCP_TEST_CLUSTER_DIR, whose control plane listens on the machine's loopback).
+NETNS ?= 0
+OFFLINE := $(if $(filter 1,$(NETNS)),$(BIN)/python hack/netns.py --,)
 
 .PHONY: help venv build istioctl up down demo test unit integration lint sanity bench soak clean operator-crd demo-operator
 
@@ -52,14 +59,14 @@ demo: up
 	cd hack && ../$(BIN)/python demo.py
 
 test: venv build istioctl lint sanity
-	$(BIN)/python -m pytest -p no:cacheprovider --timeout=1800 -n $(TEST_WORKERS) --dist loadfile --durations=25 \
+	$(OFFLINE) $(BIN)/python -m pytest -p no:cacheprovider --timeout=1800 -n $(TEST_WORKERS) --dist loadfile --durations=25 \
 		tests/unit tests/integration tests/reliability $(PYTEST_ARGS)
 
 unit: venv
-	$(BIN)/python -m pytest -q tests/unit $(PYTEST_ARGS)
+	$(OFFLINE) $(BIN)/python -m pytest -q tests/unit $(PYTEST_ARGS)
 
 integration: venv build istioctl
-	$(BIN)/python -m pytest tests/integration $(PYTEST_ARGS)
+	$(OFFLINE) $(BIN)/python -m pytest tests/integration $(PYTEST_ARGS)
 
 lint: venv
 	$(BIN)/ansible-lint --profile production --offline roles playbooks
@@ -72,7 +79,7 @@ sanity: venv
 # The Go limit client (benchmarks/limit) is built first, with the module proxy, into ~/.cache/kfocp.
 bench: venv build
 	$(BIN)/python benchmarks/limit.py --build
-	$(BIN)/python benchmarks/run.py $(if $(QUICK),--quick,) $(BENCH_ARGS)
+	$(OFFLINE) $(BIN)/python benchmarks/run.py $(if $(QUICK),--quick,) $(BENCH_ARGS)
 
 # The reliability suite at full size (make test runs it with a reduced N), then the operator through
 # 10 minutes of churn (new Users and namespaces, deleted LimitRanges and RoleBindings) around two
@@ -82,9 +89,10 @@ bench: venv build
 soak: venv build
 	KFOCP_FAULT_PROFILES=500 KFOCP_LOAD_PROFILES=2000 KFOCP_LOAD_USERS=200 KFOCP_RBAC_SWEEP=all \
 		KFOCP_FUZZ_EXAMPLES=60 KFOCP_FUZZ_ROLE_CASES=40 \
-		$(BIN)/python -m pytest -s tests/reliability $(PYTEST_ARGS)
-	KFOCP_OUTAGE_CHURN_SECONDS=600 $(BIN)/python -m pytest -s tests/integration/test_operator_outages.py $(PYTEST_ARGS)
-	KFOCP_FLEET_CHURN_SECONDS=300 $(BIN)/python -m pytest -s tests/integration/test_fleet.py $(PYTEST_ARGS)
+		$(OFFLINE) $(BIN)/python -m pytest -s tests/reliability $(PYTEST_ARGS)
+	KFOCP_OUTAGE_CHURN_SECONDS=600 $(OFFLINE) $(BIN)/python -m pytest -s tests/integration/test_operator_outages.py \
+		$(PYTEST_ARGS)
+	KFOCP_FLEET_CHURN_SECONDS=300 $(OFFLINE) $(BIN)/python -m pytest -s tests/integration/test_fleet.py $(PYTEST_ARGS)
 
 # The Kubeflow CRD is generated from the roles' argument specs: run this after changing a role's variables.
 operator-crd: venv

@@ -19,6 +19,8 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
+import socket
+import sys
 import threading
 from pathlib import Path
 
@@ -86,6 +88,43 @@ def command(pid: int) -> str:
     except OSError:
         return "?"
     return " ".join(part.decode(errors="replace") for part in raw.split(b"\0") if part)[:300]
+
+
+class DialRecorder:
+    """The dials off the machine that this Python process tries, named as it tries them: Python's
+    audit events socket.connect, socket.sendto and socket.sendmsg (one hook per process: audit
+    hooks cannot be removed). Under hack/netns.py such a dial fails at once with "Network is
+    unreachable", which does not name its target; this does. Names other than IP addresses are
+    left to the dial itself, which fails resolving them."""
+
+    _installed = None
+
+    def __init__(self):
+        self.found: list[str] = []
+
+    @classmethod
+    def install(cls) -> "DialRecorder":
+        if cls._installed is None:
+            cls._installed = cls()
+            sys.addaudithook(cls._installed.hook)
+        return cls._installed
+
+    def hook(self, event: str, args: tuple) -> None:
+        if event in ("socket.connect", "socket.sendto", "socket.sendmsg"):
+            address = args[1]
+            if isinstance(address, tuple) and len(address) >= 2 and isinstance(address[1], int):
+                try:
+                    off = off_machine(str(address[0]), address[1])
+                except ValueError:
+                    return
+                if off:
+                    kind = {socket.SOCK_STREAM: "tcp", socket.SOCK_DGRAM: "udp"}.get(args[0].type, str(args[0].type))
+                    shown = f"[{address[0]}]:{address[1]}" if ":" in str(address[0]) else f"{address[0]}:{address[1]}"
+                    test = os.environ.get("PYTEST_CURRENT_TEST")
+                    by = f"in {test.rsplit(' ', 1)[0]}" if test else f"by pid {os.getpid()}: {command(os.getpid())}"
+                    line = f"{shown} ({kind} {event.split('.', 1)[1]}) {by}"
+                    if line not in self.found:
+                        self.found.append(line)
 
 
 class EgressGuard:

@@ -21,20 +21,24 @@ for path in (str(COLLECTIONS), str(ROOT / "hack"), str(ROOT / "tests")):
         sys.path.insert(0, path)
 
 from cluster import ControlPlane  # noqa: E402
-from egress_guard import EgressGuard  # noqa: E402
+from egress_guard import DialRecorder, EgressGuard  # noqa: E402
 
 
 @pytest.fixture(scope="session", autouse=True)
 def egress_guard(request, tmp_path_factory):
     """No process of the tests or of their control planes dials an address off this machine: the
-    session fails at its end naming each target and process (hack/egress_guard.py). What the
-    planes' egress proxies refused (a webhook or a node with no loopback server) is printed."""
+    session fails at its end naming each target and process (hack/egress_guard.py), and each dial
+    the tests' own Python tries, with the test that tried it (DialRecorder: under `make test`'s
+    network namespace, hack/netns.py, such a dial fails at once and the socket tables never hold
+    it). What the planes' egress proxies refused (a webhook or a node with no loopback server) is
+    printed."""
     reuse = os.environ.get("KFOCP_TEST_CLUSTER_DIR")
     events = tmp_path_factory.getbasetemp() / "egress-events.jsonl"
     os.environ["KFOCP_EGRESS_EVENTS"] = str(events)
+    tried = DialRecorder.install()
     guard = EgressGuard(roots=[os.getpid()], plane_dirs=[reuse] if reuse else []).start()
     yield guard
-    found = guard.stop()
+    found = guard.stop() + tried.found
     lines = events.read_text().splitlines() if events.exists() else []
     refused = sorted(set("%s (meant for %s)" % (e["target"], e["meant_for"])
                          for e in map(json.loads, lines) if e["outcome"] == "refused"))

@@ -5,6 +5,7 @@ import os
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -12,6 +13,8 @@ import egress
 from egress_guard import EgressGuard, decode_address, off_machine
 from helpers import wait_for
 
+HERE = Path(__file__).resolve().parents[1]
+ROOT = HERE.parent
 PLANT = ("import socket, time; s = socket.socket(); s.setblocking(False); "
          "s.connect_ex(('10.0.0.1', 443)); time.sleep(20)")
 
@@ -65,6 +68,40 @@ def test_the_guard_ignores_loopback_and_other_processes(egress_guard):
     finally:
         os.killpg(child.pid, signal.SIGKILL)  # the shell and both processes: the group it leads
         child.wait()
+
+
+PLANTED = """
+import socket
+
+
+def test_dials():
+    socket.create_connection(("10.0.0.1", 443), timeout=5)
+
+
+def test_sends_one_datagram_quietly():
+    try:
+        socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"x", ("10.0.0.1", 53))
+    except OSError:
+        pass
+"""
+
+
+def test_a_dial_off_the_machine_fails_the_run_and_names_the_target(egress_guard, tmp_path):
+    """A planted test file run as make test runs the tests (hack/netns.py, with this directory's
+    conftest.py): the dial fails at once, the datagram is not sent, and the run fails naming both
+    targets and the tests that tried them, also the one that swallowed its error."""
+    (tmp_path / "test_planted.py").write_text(PLANTED)
+    child = subprocess.Popen(  # pylint: disable=consider-using-with
+        [sys.executable, str(ROOT / "hack" / "netns.py"), "--", sys.executable, "-m", "pytest", "-p", "conftest",
+         "-p", "no:cacheprovider", "-q", "test_planted.py"], cwd=tmp_path, env=dict(os.environ, PYTHONPATH=str(HERE)),
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    egress_guard.exempt(child.pid)
+    out = child.communicate(timeout=120)[0]
+    assert child.returncode != 0, out
+    assert "OSError: [Errno 101] Network is unreachable" in out, out
+    assert "2 connection(s) off this machine:\n" in out, out
+    assert "10.0.0.1:443 (tcp connect) in test_planted.py::test_dials\n" in out, out
+    assert "10.0.0.1:53 (udp sendto) in test_planted.py::test_sends_one_datagram_quietly" in out, out
 
 
 @pytest.mark.parametrize("text, address", [
