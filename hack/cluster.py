@@ -235,6 +235,9 @@ OPENSHIFT_CRDS = {
         "route/v1/zz_generated.crd-manifests/routes.crd.yaml",
         "machine/v1beta1/zz_generated.crd-manifests/0000_10_machine-api_01_machinesets-Default.crd.yaml",
         "config/v1/zz_generated.crd-manifests/0000_00_cluster-version-operator_01_clusterversions-Default.crd.yaml",
+        # the data lake reads the service account issuer and the credentials mode
+        "config/v1/zz_generated.crd-manifests/0000_10_config-operator_01_authentications-Default.crd.yaml",
+        "operator/v1/zz_generated.crd-manifests/0000_40_cloud-credential_00_cloudcredentials.crd.yaml",
     ),
     "github.com/openshift/cluster-autoscaler-operator": (
         "install/01_clusterautoscaler.crd.yaml",
