@@ -95,6 +95,27 @@ FEATURES = [
      "before": "the profile_self_service role cannot run"},
 ]
 
+# The NFD operand image of the NFD operators that take it only from NodeFeatureDiscovery
+# spec.operand.image (release-4.14 to 4.16: `OperandSpec.ImagePath()` returns that field, and no
+# code reads NODE_FEATURE_DISCOVERY_IMAGE; from 4.17 an empty field falls back to that variable):
+# the image of the release's CSV (its NODE_FEATURE_DISCOVERY_IMAGE and alm-examples) and
+# manifests/image-references (openshift/cluster-nfd-operator
+# manifests/stable/manifests/nfd.clusterserviceversion.yaml at release-4.14 a62d778a, release-4.15
+# 1e57eb5f, release-4.16 1536f9ef). A mirrored or product image is given in gpu_nfd_spec.operand.image.
+NFD_OPERAND_IMAGES = {"4.14": "quay.io/openshift/origin-node-feature-discovery:4.14",
+                      "4.15": "quay.io/openshift/origin-node-feature-discovery:4.15",
+                      "4.16": "quay.io/openshift/origin-node-feature-discovery:4.16"}
+
+
+def nfd_operand_image(version, installed=None):
+    """The image kfocp must give NodeFeatureDiscovery spec.operand.image for the NFD operator of
+    OpenShift `version` (or the installed one, {package: version}); None where the operator picks
+    its own."""
+    have = (installed or {}).get(NFD)
+    at = minor(have, NFD) if have else supported(version)
+    return NFD_OPERAND_IMAGES.get(at)
+
+
 _VERSION = re.compile(r"^v?([0-9]+)\.([0-9]+)(\.[0-9]+.*)?$")
 _SAIL_CHANNEL = re.compile(r"^stable-([0-9]+\.[0-9]+)$")
 

@@ -1,11 +1,18 @@
 """Table tests of the GPU builder: MachineSet cloning per cloud, validation, operators and operands."""
 import copy
+import re
+from pathlib import Path
 
 import pytest
+import yaml
 
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import gpu, olm
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.objects import DefinitionError
+from gomod import GPU_OPERATOR, require_module
 from judges import machine_api_operator
+
+ROOT = Path(__file__).resolve().parents[2]
+GPU_DEFAULTS = yaml.safe_load((ROOT / "roles" / "gpu" / "defaults" / "main.yml").read_text())
 
 
 def worker(name="ci-x1-worker-a", cloud_kind="AWSMachineProviderConfig", field="instanceType", value="m6i.xlarge",
@@ -155,7 +162,8 @@ def test_operands_tolerate_the_taint_and_need_every_cluster_policy_section():
                                 "openshift": "4.20"})
     assert nfd["metadata"] == {"name": "nfd-instance", "namespace": "openshift-nfd"}
     assert nfd["spec"]["operand"]["workerTolerations"] == [gpu.TOLERATION]
-    assert policy["kind"] == "ClusterPolicy" and policy["spec"]["daemonsets"]["tolerations"] == [gpu.TOLERATION]
+    assert policy["kind"] == "ClusterPolicy"
+    assert policy["spec"]["daemonsets"]["tolerations"] == [gpu.GPU_TOLERATION, gpu.TOLERATION]
     assert "tolerations" not in spec["daemonsets"]  # input untouched
     del spec["dcgm"]
     with pytest.raises(DefinitionError, match=r"gpu_cluster_policy_spec.dcgm: is required by the ClusterPolicy CRD"):
@@ -233,3 +241,67 @@ def test_bad_gcp_gpus_name_the_field(instance_type, gcp_gpu, message):
     entry = {"name": "gpu-x", "accelerator": "nvidia-x", "instance_type": {"gcp": instance_type}, "gcp_gpu": gcp_gpu}
     with pytest.raises(DefinitionError, match=message):
         gpu.machinesets([entry], [worker(cloud_kind="GCPMachineProviderSpec", field="machineType")])
+
+
+# ---------------------------------------------------------------- what the operators do with the operands
+def _tolerates(tolerations, taint):
+    """Whether `tolerations` tolerate `taint`, as the scheduler's (k8s.io/api ToleratesTaint)."""
+    for t in tolerations:
+        if t.get("effect") and t["effect"] != taint["effect"]:
+            continue
+        if t.get("key") and t["key"] != taint["key"]:
+            continue
+        if t.get("operator", "Equal") == "Exists" or t.get("value", "") == taint.get("value", ""):
+            return True
+    return False
+
+
+def test_the_cluster_policy_keeps_the_toleration_of_every_gpu_operator_operand():
+    """ClusterPolicy daemonsets.tolerations replaces each operand DaemonSet's tolerations
+    (object_controls.go); kfocp's list must keep every toleration the operands' assets carry, and
+    the ai-ml one. Oracle: NVIDIA/gpu-operator v25.3.4 from the Go module cache."""
+    source = require_module(pytest, *GPU_OPERATOR)
+    controls = (source / "controllers" / "object_controls.go").read_text()
+    assert re.search(r"if len\(config\.Daemonsets\.Tolerations\) > 0 \{\s*"
+                     r"obj\.Spec\.Template\.Spec\.Tolerations = config\.Daemonsets\.Tolerations", controls)
+    operands = {}
+    for path in sorted(source.glob("assets/*/*daemonset*.yaml")):
+        for doc in yaml.safe_load_all(path.read_text()):
+            if doc and doc.get("kind") == "DaemonSet":
+                operands[str(path.relative_to(source))] = doc["spec"]["template"]["spec"].get("tolerations") or []
+    assert len(operands) > 10 and any("device-plugin" in p for p in operands)
+    policy = gpu.cluster_policy("gpu-cluster-policy", GPU_DEFAULTS["gpu_cluster_policy_spec"])
+    ours = policy["spec"]["daemonsets"]["tolerations"]
+    missing = ["%s: %s" % (path, t) for path, tolerations in operands.items() for t in tolerations
+               if t not in ours]
+    assert missing == []
+    for taint in ({"key": "nvidia.com/gpu", "effect": "NoSchedule"}, dict(gpu.TAINT)):
+        assert _tolerates(ours, taint), taint
+
+
+# openshift/cluster-nfd-operator, manifests/stable/manifests/nfd.clusterserviceversion.yaml, the
+# operator's NODE_FEATURE_DISCOVERY_IMAGE (and alm-examples' spec.operand.image), at release-4.14
+# a62d778acf51c76b9cbcffd14448bc8f4ec0ab84, release-4.15 1e57eb5fb53eb075abaeaa10b148c04124bbb1ab,
+# release-4.16 1536f9efbd73d7f8002b32f778c4ecc68ac5a8a6. Those operators set the operand image only
+# from spec.operand.image (controllers/nodefeaturediscovery_controls.go:406, `ImagePath()` returns
+# `o.Image`); release-4.17 dbf6216e falls back to the variable
+# (internal/controllers/nodefeaturediscovery_reconciler.go).
+NFD_CSV_IMAGES = {"4.14": "quay.io/openshift/origin-node-feature-discovery:4.14",
+                  "4.15": "quay.io/openshift/origin-node-feature-discovery:4.15",
+                  "4.16": "quay.io/openshift/origin-node-feature-discovery:4.16"}
+
+
+@pytest.mark.parametrize("version", ["4.14", "4.15", "4.16", "4.17", "4.18", "4.19", "4.20"])
+def test_nfd_gets_the_operand_image_where_its_operator_reads_it_only_from_the_spec(version):
+    [nfd] = gpu.operands({"nfd": {"spec": GPU_DEFAULTS["gpu_nfd_spec"]}, "cluster_policy": {"enabled": False},
+                          "openshift": version})
+    assert nfd["spec"]["operand"].get("image") == NFD_CSV_IMAGES.get(version)
+
+
+def test_the_installed_nfd_operator_decides_the_image_and_a_given_image_is_kept():
+    params = {"nfd": {"spec": GPU_DEFAULTS["gpu_nfd_spec"]}, "cluster_policy": {"enabled": False}, "openshift": "4.17",
+              "installed": {"nfd": "4.16.0-202410011135"}}
+    assert gpu.operands(params)[0]["spec"]["operand"]["image"] == NFD_CSV_IMAGES["4.16"]
+    mirrored = {"operand": {"image": "mirror.example/nfd:4.14", "servicePort": 12000}}
+    [nfd] = gpu.operands(dict(params, nfd={"spec": mirrored}, openshift="4.14", installed={}))
+    assert nfd["spec"]["operand"]["image"] == "mirror.example/nfd:4.14"

@@ -25,6 +25,11 @@ WORKLOAD_LABEL = "workload"
 WORKLOAD = "ai-ml"
 TAINT = {"key": WORKLOAD_LABEL, "value": WORKLOAD, "effect": "NoSchedule"}
 TOLERATION = {"key": WORKLOAD_LABEL, "operator": "Equal", "value": WORKLOAD, "effect": "NoSchedule"}
+# The toleration every GPU operator operand DaemonSet carries in its asset
+# (assets/state-*/*daemonset.yaml). ClusterPolicy daemonsets.tolerations replaces the operands'
+# tolerations when not empty (controllers/object_controls.go, `obj.Spec.Template.Spec.Tolerations =
+# config.Daemonsets.Tolerations`), so kfocp's list keeps it beside the ai-ml one.
+GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
 # The providerSpec.value field that holds the instance type, per cloud.
 INSTANCE_TYPE_FIELDS = {"aws": "instanceType", "azure": "vmSize", "gcp": "machineType"}
 # providerSpec.value.kind per cloud, to tell the cloud of a worker MachineSet.
@@ -204,19 +209,24 @@ def machinesets(entries, live, cloud=None, fields=None, field="gpu_machinesets")
     return out
 
 
-def _tolerating(tolerations):
+def _tolerating(tolerations, wanted=(TOLERATION,)):
     tolerations = [dict(t) for t in tolerations or []]
-    if not any(t.get("key") == TOLERATION["key"] and t.get("effect") == TOLERATION["effect"] for t in tolerations):
-        tolerations.append(dict(TOLERATION))
+    for want in wanted:
+        if not any(t.get("key") == want["key"] and t.get("effect") == want["effect"] for t in tolerations):
+            tolerations.append(dict(want))
     return tolerations
 
 
-def node_feature_discovery(name, namespace, spec, tolerations=True, field="gpu_nfd_spec"):
+def node_feature_discovery(name, namespace, spec, tolerations=True, field="gpu_nfd_spec", image=None):
     """The NodeFeatureDiscovery instance; its workers tolerate the ai-ml taint. `tolerations`:
     whether the NFD operator has spec.operand.workerTolerations (from 4.19); before, its workers
-    tolerate every NoSchedule taint on their own, and the API refuses the field."""
+    tolerate every NoSchedule taint on their own, and the API refuses the field. `image`: the
+    operand image of an NFD operator that takes it only from spec.operand.image (4.14 to 4.16),
+    written when the spec gives none."""
     spec = copy.deepcopy(spec or {})
     operand = spec.setdefault("operand", {})
+    if image and not operand.get("image"):
+        operand["image"] = image
     if tolerations:
         operand["workerTolerations"] = _tolerating(operand.get("workerTolerations"))
     else:
@@ -229,13 +239,14 @@ def node_feature_discovery(name, namespace, spec, tolerations=True, field="gpu_n
 
 def cluster_policy(name, spec, field="gpu_cluster_policy_spec"):
     """The ClusterPolicy; every section the CRD requires must be given, and the operator's
-    DaemonSets tolerate the ai-ml taint."""
+    DaemonSets tolerate the ai-ml taint and keep their own nvidia.com/gpu toleration (the list
+    replaces the operands' own)."""
     require(isinstance(spec, dict), field, "must be a mapping", "Give the ClusterPolicy spec")
     for section in CLUSTER_POLICY_SECTIONS:
         require(isinstance(spec.get(section), dict), "%s.%s" % (field, section),
                 "is required by the ClusterPolicy CRD", "Give it, e.g. {enabled: true}")
     spec = copy.deepcopy(spec)
-    spec["daemonsets"]["tolerations"] = _tolerating(spec["daemonsets"].get("tolerations"))
+    spec["daemonsets"]["tolerations"] = _tolerating(spec["daemonsets"].get("tolerations"), (GPU_TOLERATION, TOLERATION))
     return {"apiVersion": "nvidia.com/v1", "kind": "ClusterPolicy", "metadata": {"name": name}, "spec": spec}
 
 
@@ -264,8 +275,9 @@ def operands(params):
     if nfd.get("enabled", True):
         tolerations = versions.feature("NodeFeatureDiscovery", params.get("openshift") or None,
                                        params.get("installed") or {})
+        image = versions.nfd_operand_image(params.get("openshift") or None, params.get("installed") or {})
         out.append(node_feature_discovery(nfd.get("name", "nfd-instance"), nfd.get("namespace", "openshift-nfd"),
-                                          nfd.get("spec"), tolerations))
+                                          nfd.get("spec"), tolerations, image=image))
     policy = params.get("cluster_policy") or {}
     if policy.get("enabled", True):
         out.append(cluster_policy(policy.get("name", "gpu-cluster-policy"), policy.get("spec")))
