@@ -48,7 +48,7 @@ def by_name(objs):
 # Every pass but those that always act (namespace, pod security, platform namespaces, ownership)
 # leaves the objects and the result as they were without its option.
 @pytest.mark.parametrize("step", [m.api_versions_pass, m.argo_pass, m.metadata_envoy_pass, m.virtualservices_pass,
-                                  m.gateway_principals_pass, m.sidecars_pass, m.profile_pod_security_pass,
+                                  m.gateway_principals_pass, m.gateway_policies_pass, m.logout_pass, m.sidecars_pass, m.profile_pod_security_pass,
                                   m.images_pass, m.scc_pass, m.mesh_membership_pass])
 def test_a_pass_without_its_option_changes_nothing(step):
     before = m.Assembly(copy.deepcopy(OBJECTS), {})
@@ -100,6 +100,33 @@ def test_gateway_principals_pass_sets_the_profile_controllers_principals():
                       {"principals": {"ISTIO_INGRESS_GATEWAY_PRINCIPAL": principal}}).objs)
     env = out["profiles-deployment"]["spec"]["template"]["spec"]["containers"][0]["env"]
     assert {"name": "ISTIO_INGRESS_GATEWAY_PRINCIPAL", "value": principal} in env
+
+
+def test_gateway_policies_pass_admits_the_gateway_kfocp_runs_where_upstream_admits_istio_systems():
+    principal = "cluster.local/ns/kubeflow-mesh/sa/kubeflow-ingressgateway"
+    other = "cluster.local/ns/kubeflow/sa/centraldashboard"
+    policy = {"apiVersion": "security.istio.io/v1", "kind": "AuthorizationPolicy",
+              "metadata": {"name": "ui", "namespace": "kubeflow"},
+              "spec": {"rules": [{"from": [{"source": {"principals": [m.UPSTREAM_GATEWAY_PRINCIPAL, other]}}]},
+                                 {"when": [{"key": "source.principal", "notValues": [m.UPSTREAM_GATEWAY_PRINCIPAL]}]}]}}
+    out = by_name(run(m.gateway_policies_pass, OBJECTS + [policy],
+                      {"principals": {"ISTIO_INGRESS_GATEWAY_PRINCIPAL": principal}}).objs)
+    rules = out["ui"]["spec"]["rules"]
+    assert rules[0]["from"][0]["source"]["principals"] == [principal, other]
+    assert rules[1]["when"][0]["notValues"] == [principal]
+    with pytest.raises(DefinitionError, match="ISTIO_INGRESS_GATEWAY_PRINCIPAL"):
+        run(m.gateway_policies_pass, [policy], {"principals": {"ISTIO_INGRESS_GATEWAY_PRINCIPAL": "gateway"}})
+
+
+def test_logout_pass_sets_the_dashboards_logout_url():
+    dashboard = deployment("centraldashboard")
+    dashboard["spec"]["template"]["spec"]["containers"][0]["env"] = [{"name": "LOGOUT_URL", "value": "/oauth2/sign_out"},
+                                                                     {"name": "X", "value": "1"}]
+    out = by_name(run(m.logout_pass, OBJECTS + [dashboard], {"logout_url": "/oauth/sign_out"}).objs)
+    env = out["centraldashboard"]["spec"]["template"]["spec"]["containers"][0]["env"]
+    assert env == [{"name": "X", "value": "1"}, {"name": "LOGOUT_URL", "value": "/oauth/sign_out"}]
+    with pytest.raises(DefinitionError, match="components_dashboard_logout_url"):
+        run(m.logout_pass, [dashboard], {"logout_url": "oauth/sign_out"})
 
 
 @pytest.mark.parametrize("sidecar, labels, file_labels", [

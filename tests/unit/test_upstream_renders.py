@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from ansible_collections.kfocp.kubeflow.plugins.module_utils import authz
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import auth
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import manifests as m
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import mesh
 
@@ -30,6 +31,7 @@ FLAVOURS = {
     "external": {"flavour": "external", "external": {"namespace": "ingress", "gateway": "public-gateway"}},
 }
 
+DEFAULTS = yaml.safe_load((ROOT / "roles" / "components" / "defaults" / "main.yml").read_text())
 needs_upstream = pytest.mark.skipif(not UPSTREAM.is_dir(), reason="../shared/upstream (upstream's renders) is absent")
 
 
@@ -50,7 +52,7 @@ def assembled(release, flavour, namespace="kubeflow"):
     options = {"namespace": namespace, "api_versions": {"security.istio.io/AuthorizationPolicy": "v1"},
                "principals": {"ISTIO_INGRESS_GATEWAY_PRINCIPAL": info["principal"],
                               "KFP_UI_PRINCIPAL": "cluster.local/ns/%s/sa/ml-pipeline-ui" % namespace},
-               "sidecar": {}}
+               "sidecar": {}, "logout_url": DEFAULTS["components_dashboard_logout_url"]}
     return m.assemble({"example": render(release)}, options)["objects"], info
 
 
@@ -144,3 +146,31 @@ def test_a_custom_namespace_moves_the_principals_of_upstreams_service_accounts(r
     for policy in _policies(objs):
         found |= set(re.findall(r"cluster\.local/ns/([a-z0-9-]+)/sa/", yaml.safe_dump(policy.get("spec") or {})))
     assert "kubeflow" not in found and "ml" in found
+
+
+# openshift/oauth-proxy at 2b9ee007290b0e1cb85737f3b37075343f9f4857: main.go l.71
+# `flagSet.String("proxy-prefix", "/oauth", ...)`; oauthproxy.go l.277 `SignOutPath: fmt.Sprintf("%s/sign_out",
+# opts.ProxyPrefix)`, and ServeHTTP l.578 signs out only on that path (any other is proxied upstream)
+OAUTH_PROXY_DEFAULT_PREFIX = "/oauth"
+
+
+def oauth_proxy_sign_out_path(args):
+    """The path oauth-proxy signs out at, for its command line."""
+    flags = dict(arg.split("=", 1) for arg in args if "=" in arg)
+    return "%s/sign_out" % flags.get("--proxy-prefix", OAUTH_PROXY_DEFAULT_PREFIX)
+
+
+@needs_upstream
+@pytest.mark.parametrize("release", RELEASES)
+def test_the_dashboards_logout_signs_out_of_kfocps_oauth_proxy(release):
+    gateway = mesh.gateway_info({"flavour": "ossm3"})
+    args = auth.proxy_args({"host": "kubeflow.apps.example.com"}, gateway)
+    upstream = [e for o in render(release) if o["kind"] == "Deployment" and o["metadata"]["name"] == "centraldashboard"
+                for c in o["spec"]["template"]["spec"]["containers"] for e in c.get("env") or []
+                if e["name"] == "LOGOUT_URL"]
+    assert upstream, "upstream's dashboard sets LOGOUT_URL"
+    objs, _info = assembled(release, "ossm3")
+    dashboard = next(o for o in objs if o["kind"] == "Deployment" and o["metadata"]["name"] == "centraldashboard")
+    values = [e["value"] for c in dashboard["spec"]["template"]["spec"]["containers"] for e in c.get("env") or []
+              if e["name"] == "LOGOUT_URL"]
+    assert values == [oauth_proxy_sign_out_path(args)]

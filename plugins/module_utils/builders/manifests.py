@@ -686,6 +686,24 @@ def gateway_policy_principals(objs, principal, upstream=UPSTREAM_GATEWAY_PRINCIP
     return out
 
 
+# ---------------------------------------------------------------- the dashboard's logout
+
+def dashboard_logout_url(objs, url, deployment="centraldashboard", field="components_dashboard_logout_url"):
+    """The central dashboard's Logout button goes to `url` (its LOGOUT_URL): the sign-out path of
+    the oauth-proxy in front of the gateway, where upstream names its own oauth2-proxy's."""
+    require(isinstance(url, str) and (url.startswith("/") or url.startswith("https://")), field,
+            "%r is not a path or an https URL" % (url,), "Give oauth-proxy's sign-out path, /oauth/sign_out")
+    out = []
+    for obj in objs:
+        if obj.get("kind") == "Deployment" and _name(obj) == deployment:
+            obj = copy.deepcopy(obj)
+            for item in (pod_spec(obj) or {}).get("containers") or []:
+                env = [e for e in item.get("env") or [] if e.get("name") != "LOGOUT_URL"]
+                item["env"] = env + [{"name": "LOGOUT_URL", "value": url}]
+        out.append(obj)
+    return out
+
+
 # ---------------------------------------------------------------- mesh membership
 
 def mesh_member(membership, namespace, field="mesh_membership"):
@@ -1090,6 +1108,12 @@ def gateway_policies_pass(state):
         state.objs = gateway_policy_principals(state.objs, principal)
 
 
+def logout_pass(state):
+    """The dashboard's Logout button signs out of the oauth-proxy kfocp runs (logout_url)."""
+    if state.options.get("logout_url"):
+        state.objs = dashboard_logout_url(state.objs, state.options["logout_url"])
+
+
 def sidecars_pass(state):
     """Inject sidecars into the workloads of the listed namespaces (the components' by default),
     and label those namespaces, and the profile namespaces, for injection."""
@@ -1188,8 +1212,8 @@ def ownership_pass(state):
 # sidecars are injected, SCCs and Pod Security levels are derived from the final pods, and the
 # namespaces get every label the passes before gave them).
 PASSES = (namespace_pass, api_versions_pass, argo_pass, metadata_envoy_pass, virtualservices_pass,
-          gateway_principals_pass, gateway_policies_pass, sidecars_pass, profile_pod_security_pass, images_pass, scc_pass,
-          mesh_membership_pass, pod_security_pass, platform_namespaces_pass, ownership_pass)
+          gateway_principals_pass, gateway_policies_pass, logout_pass, sidecars_pass, profile_pod_security_pass,
+          images_pass, scc_pass, mesh_membership_pass, pod_security_pass, platform_namespaces_pass, ownership_pass)
 
 
 def assemble(rendered, options, passes=PASSES):
@@ -1202,7 +1226,8 @@ def assemble(rendered, options, passes=PASSES):
     api_versions, mirror {prefixes, digests}, sidecar {revision, authservice,
     exclude, namespaces}, virtualservice {gateway, hosts, export_to}, metadata_envoy {base_id, config},
     principals {env name: principal} (the profile controller's; its ISTIO_INGRESS_GATEWAY_PRINCIPAL
-    replaces istio-system's gateway in upstream's AuthorizationPolicies), mesh_membership (what the
+    replaces istio-system's gateway in upstream's AuthorizationPolicies), logout_url (the dashboard's
+    LOGOUT_URL), mesh_membership (what the
     mesh_membership filter returns for the namespace: its labels and ServiceMeshMember),
     argo {s3, configmap}, scc {uid_range}, take_over [Kind/name patterns], render (bool: plain objects
     for GitOps).
