@@ -116,6 +116,20 @@ def nfd_operand_image(version, installed=None):
     return NFD_OPERAND_IMAGES.get(at)
 
 
+# redhat-cop proactive-node-scaling-operator (community catalog, channel alpha, 0.1.0 to 0.4.2):
+# NodeScalingWatermark spec.priorityClassName exists from v0.3.0 (69f0ea6e) on; v0.1.0 (35a2ca58)
+# and v0.2.0 (1e3d0e4e) have an integer spec.priority instead (api/v1alpha1/nodescalingwatermark_types.go).
+WATERMARK = "proactive-node-scaling-operator"
+WATERMARK_PRIORITY_CLASS_SINCE = "0.3"
+
+
+def watermark_priority_class(installed):
+    """Whether the installed watermark operator ({package: version}) takes spec.priorityClassName;
+    True when it is not installed (yet): every release from 0.3.0 does."""
+    have = (installed or {}).get(WATERMARK)
+    return not have or _key(minor(have, WATERMARK)) >= _key(WATERMARK_PRIORITY_CLASS_SINCE)
+
+
 _VERSION = re.compile(r"^v?([0-9]+)\.([0-9]+)(\.[0-9]+.*)?$")
 _SAIL_CHANNEL = re.compile(r"^stable-([0-9]+\.[0-9]+)$")
 

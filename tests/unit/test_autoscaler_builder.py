@@ -140,3 +140,25 @@ def test_a_gpu_type_that_is_no_accelerator_of_the_machinesets_names_the_field():
         autoscaler.objects({"cluster_autoscaler": CLUSTER, "accelerators": ["nvidia-l4"]})
     # without GPU MachineSets there is nothing to compare with
     assert autoscaler.objects({"cluster_autoscaler": CLUSTER, "accelerators": []})
+
+
+# redhat-cop/proactive-node-scaling-operator, api/v1alpha1/nodescalingwatermark_types.go:
+# v0.1.0 35a2ca588c66f6377879d0a087d07cc4b2522066 and v0.2.0 1e3d0e4ed2a7c598ac3783b0a0a648787c2a49df
+# have `Priority int json:"priority"`; v0.3.0 69f0ea6e1d2461eec8a275520e5159064c247dc6 to v0.4.2
+# b0ade0180bf5b5c79b14df36247417c3c741e95e have `PriorityClassName string json:"priorityClassName"`.
+WATERMARK_PRIORITY_FIELD = {"0.1.0": "priority", "0.2.0": "priority", "0.3.0": "priorityClassName",
+                            "0.3.10": "priorityClassName", "0.4.2": "priorityClassName"}
+
+
+@pytest.mark.parametrize("version, field", sorted(WATERMARK_PRIORITY_FIELD.items()))
+def test_the_watermark_is_refused_where_the_installed_operator_has_no_priority_class_name(version, field):
+    params = {"watermark": {"enabled": True, "namespace": "pns", "percentage": 20},
+              "installed": {"proactive-node-scaling-operator": version}}
+    if field == "priorityClassName":
+        spec = autoscaler.objects(params)[2]["spec"]
+        assert spec[field] == "ai-ml-headroom"
+    else:
+        with pytest.raises(DefinitionError, match=r"autoscaler_watermark: the installed proactive-node-scaling-operator "
+                                                  r"%s has no NodeScalingWatermark spec.priorityClassName.*"
+                                                  r"Upgrade the operator to 0.3.0" % re.escape(version)):
+            autoscaler.objects(params)

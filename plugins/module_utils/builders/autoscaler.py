@@ -9,6 +9,7 @@ __metaclass__ = type
 
 import re
 
+from ansible_collections.kfocp.kubeflow.plugins.module_utils import versions
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.common import (
     dns_label, label_value, named_entries, namespace, require)
 
@@ -153,11 +154,20 @@ def priority_classes(entries, field="autoscaler_priority_classes"):
     return out
 
 
-def watermark(spec, field="autoscaler_watermark"):
+def watermark(spec, field="autoscaler_watermark", installed=None):
     """The proactive node scaling watermark (redhat-cop proactive-node-scaling-operator): pause pods
-    of the lowest priority that keep spare GPU node capacity, in their own namespace, with their
-    PriorityClass (below every workload, above the autoscaler's pod priority threshold)."""
+    of the lowest priority on the selected nodes, whose CPU and memory requests (pause_pod_size) add
+    up to `percentage` of the requests running there, so that the autoscaler adds a node before it
+    is needed; in their own namespace, with their PriorityClass (below every workload, above the
+    autoscaler's pod priority threshold). They request no GPU. `installed` ({package: version}):
+    an operator older than 0.3.0, which has no spec.priorityClassName, is refused."""
     require(isinstance(spec, dict), field, "must be a mapping", "Give {namespace, percentage, ...}")
+    have = (installed or {}).get(versions.WATERMARK)
+    require(versions.watermark_priority_class(installed), field,
+            "the installed %s %s has no NodeScalingWatermark spec.priorityClassName (it exists from 0.3.0 on; "
+            "0.1 and 0.2 have an integer spec.priority)" % (versions.WATERMARK, have),
+            "Upgrade the operator to 0.3.0 or later (its Subscription's channel alpha holds 0.4.2), or set "
+            "%s.enabled to false" % field)
     ns = dns_label(spec.get("namespace") or "", field + ".namespace")
     name = dns_label(spec.get("name") or "ai-ml", field + ".name")
     percentage = spec.get("percentage")
@@ -193,11 +203,12 @@ def objects(params):
     """The autoscaler role's whole desired state. `params`: cluster_autoscaler (settings or None
     to leave it out), machinesets, priority_classes, watermark {enabled, ...}, accelerators (those
     of the GPU MachineSets: the GPU limits' types must be among them, and without `gpus` in
-    cluster_autoscaler there is one limit of at most gpu_max per accelerator)."""
+    cluster_autoscaler there is one limit of at most gpu_max per accelerator), installed ({package:
+    version} of the operators OLM installed: the watermark operator's decides its fields)."""
     out = []
     wm = params.get("watermark") or {}
     if wm.get("enabled"):
-        out.extend(watermark(wm))
+        out.extend(watermark(wm, installed=params.get("installed")))
     out.extend(priority_classes(params.get("priority_classes") or []))
     if params.get("cluster_autoscaler") is not None:
         spec = params["cluster_autoscaler"]
