@@ -174,3 +174,16 @@ def test_the_dashboards_logout_signs_out_of_kfocps_oauth_proxy(release):
     values = [e["value"] for c in dashboard["spec"]["template"]["spec"]["containers"] for e in c.get("env") or []
               if e["name"] == "LOGOUT_URL"]
     assert values == [oauth_proxy_sign_out_path(args)]
+
+
+@needs_upstream
+@pytest.mark.parametrize("release", RELEASES)
+def test_the_uninstall_hint_selects_upstreams_profile_controller(release):
+    """The hint `oc get deployment -A -l <selector>` finds the profile controller's Deployment as
+    upstream labels it, and no other Deployment."""
+    hint = re.search(r"oc get deployment -A -l (\S+?)\)", (ROOT / "playbooks" / "uninstall.yml").read_text())
+    assert hint, "the uninstall playbook gives the hint"
+    selector = dict(term.split("=", 1) for term in hint.group(1).split(","))
+    found = [o["metadata"]["name"] for o in render(release) if o["kind"] == "Deployment"
+             and all((o["metadata"].get("labels") or {}).get(k) == v for k, v in selector.items())]
+    assert found == ["profiles-deployment"]
