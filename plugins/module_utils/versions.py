@@ -130,6 +130,20 @@ def watermark_priority_class(installed):
     return not have or _key(minor(have, WATERMARK)) >= _key(WATERMARK_PRIORITY_CLASS_SINCE)
 
 
+# KnativeServing spec.workloads (knative/operator pkg/apis/operator/base/common.go: `deployments` is
+# "DEPRECATED. Use workloads"; both are applied, deployments first). Every Serverless release read
+# has it: its vendored knative.dev/operator at release-1.33 629e0378, release-1.35 1f3f1f12 (module
+# v0.42.2, Knative 1.15), release-1.37 c9356eaa and main 02f6bc2c (1.38).
+SERVERLESS_WORKLOADS_SINCE = "1.33"
+
+
+def knative_workloads(installed):
+    """Whether the installed Serverless operator ({package: version}) takes KnativeServing
+    spec.workloads; True when it is not installed (yet): every channel of the matrix has it."""
+    have = (installed or {}).get(SERVERLESS)
+    return not have or _key(minor(have, SERVERLESS)) >= _key(SERVERLESS_WORKLOADS_SINCE)
+
+
 _VERSION = re.compile(r"^v?([0-9]+)\.([0-9]+)(\.[0-9]+.*)?$")
 _SAIL_CHANNEL = re.compile(r"^stable-([0-9]+\.[0-9]+)$")
 

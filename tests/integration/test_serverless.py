@@ -64,8 +64,9 @@ def test_serverless_labels_both_namespaces_converges_and_gives_the_label_back(pl
 
 def test_the_serverless_policies_admit_the_accounts_knatives_data_path_runs_as(kube, instance):
     """The principals the profile namespaces' Knative AuthorizationPolicies admit are those of the
-    pods the Serverless operator's activator and Kourier gateway Deployments make: the API server's
-    ServiceAccount admission gives a pod that names no account its namespace's `default`."""
+    pods the Serverless operator's activator, autoscaler (it scrapes the pods' queue-proxy) and
+    Kourier gateway Deployments make: the API server's ServiceAccount admission gives a pod that
+    names no account its namespace's `default`."""
     serving, ingress = instance + "-serving", instance + "-serving-ingress"
     ns_res, pods = kube.resource("v1", "Namespace"), kube.resource("v1", "Pod")
     try:
@@ -77,7 +78,7 @@ def test_the_serverless_policies_admit_the_accounts_knatives_data_path_runs_as(k
         for obj in standins.knative_serving_workloads(serving):
             if obj["kind"] == "ServiceAccount":
                 kube.apply(kube.resource("v1", "ServiceAccount"), obj, "serverless-operator", force=True)
-            elif obj["metadata"]["labels"].get("kfocp.test/data-path"):
+            elif obj["metadata"]["labels"].get("kfocp.test/data-path") or obj["metadata"]["name"] == "autoscaler":
                 meta = obj["metadata"]
                 pod = {"apiVersion": "v1", "kind": "Pod", "spec": obj["spec"]["template"]["spec"],
                        "metadata": {"name": meta["name"] + "-abcde", "namespace": meta["namespace"],

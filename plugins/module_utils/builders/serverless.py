@@ -10,6 +10,7 @@ __metaclass__ = type
 
 import copy
 
+from ansible_collections.kfocp.kubeflow.plugins.module_utils import versions
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import olm
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.common import dns_label, namespace, require
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.objects import OWNERSHIP, SHARED, owned_by
@@ -22,13 +23,39 @@ NAME_LABEL = "kubernetes.io/metadata.name"
 # service account, so it runs as `default` (`net-kourier` is its controller's).
 ACTIVATOR_ACCOUNT = "activator"
 KOURIER_GATEWAY_ACCOUNT = "default"
+# Knative's autoscaler runs as `controller` and scrapes the inference pods' queue-proxy itself
+# (knative.dev/serving pkg/autoscaler/metrics/stats_scraper.go, `scrapePods`: http://<pod IP>:9090/metrics;
+# a non-2xx answer is an error).
+AUTOSCALER_ACCOUNT = "controller"
+
+# The namespaces OpenShift Serverless runs Knative Serving in: its webhook admits a KnativeServing only
+# in REQUIRED_SERVING_NAMESPACE, which its CSV sets to knative-serving (serverless-operator
+# knative-operator/pkg/webhook/knativeserving/webhook_validating.go `validateNamespace`,
+# olm-catalog/serverless-operator/manifests/serverless-operator.clusterserviceversion.yaml); Kourier
+# is moved to <serving namespace>-ingress (openshift-knative-operator/pkg/serving/kourier.go).
+SERVING_NAMESPACE = "knative-serving"
+INGRESS_SUFFIX = "-ingress"
 
 
 def data_path_principals(serving_namespace="knative-serving", ingress_namespace="knative-serving-ingress"):
-    """The mesh principals of the requests Knative's activator and Kourier gateway send to the
-    inference pods."""
+    """The mesh principals of the requests Knative sends to the inference pods: the activator's and
+    Kourier gateway's (the data path) and the autoscaler's (its metric scrapes)."""
     return ["cluster.local/ns/%s/sa/%s" % (serving_namespace, ACTIVATOR_ACCOUNT),
+            "cluster.local/ns/%s/sa/%s" % (serving_namespace, AUTOSCALER_ACCOUNT),
             "cluster.local/ns/%s/sa/%s" % (ingress_namespace, KOURIER_GATEWAY_ACCOUNT)]
+
+
+def check_namespaces(serving_ns, ingress_ns=None):
+    """Refuse the namespaces OpenShift Serverless does not run Knative Serving in."""
+    require(serving_ns == SERVING_NAMESPACE, "serverless_serving_namespace",
+            "is %r, but OpenShift Serverless admits a KnativeServing only in %s (its webhook's validateNamespace, "
+            "REQUIRED_SERVING_NAMESPACE in the operator's CSV)" % (serving_ns, SERVING_NAMESPACE),
+            "Set it to %s or leave it out" % SERVING_NAMESPACE)
+    if ingress_ns is not None:
+        require(ingress_ns == serving_ns + INGRESS_SUFFIX, "serverless_ingress_namespace",
+                "is %r, but OpenShift Serverless always runs Kourier in <serving namespace>-ingress, %s "
+                "(openshift-knative-operator pkg/serving/kourier.go)" % (ingress_ns, serving_ns + INGRESS_SUFFIX),
+                "Set it to %s or leave it out" % (serving_ns + INGRESS_SUFFIX))
 
 
 def system_namespace(name, live, instance, labels=None):
@@ -86,8 +113,7 @@ def objects(params):
     OperatorGroups), openshift (the cluster's OpenShift minor)."""
     serving_ns = dns_label(params.get("serving_namespace") or "", "serverless_serving_namespace")
     ingress_ns = dns_label(params.get("ingress_namespace") or "", "serverless_ingress_namespace")
-    require(serving_ns != ingress_ns, "serverless_ingress_namespace", "is the same as serverless_serving_namespace",
-            "Use two namespaces, e.g. knative-serving and knative-serving-ingress")
+    check_namespaces(serving_ns, ingress_ns)
     live = params.get("live_namespaces") or {}
     instance = params.get("instance") or "kfocp"
     out = olm.objects(params.get("operators") or [], "serverless_operators", params.get("live_operator_groups"),
@@ -103,39 +129,74 @@ def objects(params):
 
 
 # The Knative workloads that must run with a sidecar in the mesh: the per-namespace
-# AuthorizationPolicies admit the activator (and the Kourier gateway) by their mTLS principals,
-# which exist only when they have a sidecar.
+# AuthorizationPolicies admit the activator, the autoscaler and the Kourier gateway by their mTLS
+# principals, which exist only when they have a sidecar.
 MESH_DEPLOYMENTS = ("activator", "autoscaler", "3scale-kourier-gateway")
 INJECT = "sidecar.istio.io/inject"
 REWRITE_PROBES = "sidecar.istio.io/rewriteAppHTTPProbers"
 
 
-def mesh_sidecars(spec, names=MESH_DEPLOYMENTS):
-    """spec.deployments with each of `names` labelled for sidecar injection (entries the user
-    gave for them keep their other settings)."""
-    deployments = copy.deepcopy(spec.get("deployments") or [])
-    require(isinstance(deployments, list) and all(isinstance(d, dict) and d.get("name") for d in deployments),
-            "serverless_knative_serving_spec.deployments", "must be a list of {name, ...}",
-            "Give each deployment override a name")
-    by_name = dict((d["name"], d) for d in deployments)
+def _overrides(spec, key):
+    entries = copy.deepcopy(spec.get(key) or [])
+    require(isinstance(entries, list) and all(isinstance(d, dict) and d.get("name") for d in entries),
+            "serverless_knative_serving_spec." + key, "must be a list of {name, ...}", "Give each override a name")
+    return entries
+
+
+def workload_overrides(spec, workloads=True):
+    """The overrides of the Knative workloads under the field the operator reads: `workloads` (the
+    user's `deployments`, deprecated for it, moved there; an entry given in both is merged, the
+    `workloads` one winning as the operator applies it last), or `deployments` under an operator
+    without `workloads`. Returns (field, entries)."""
+    if not workloads:
+        require("workloads" not in spec, "serverless_knative_serving_spec.workloads",
+                "does not exist in the installed Serverless operator (before %s)" % versions.SERVERLESS_WORKLOADS_SINCE,
+                "Use deployments, or upgrade the operator")
+        return "deployments", _overrides(spec, "deployments")
+    merged = []
+    by_name = {}
+    for entry in _overrides(spec, "deployments") + _overrides(spec, "workloads"):
+        found = by_name.get(entry["name"])
+        if found is None:
+            by_name[entry["name"]] = entry
+            merged.append(entry)
+            continue
+        for key in ("labels", "annotations"):
+            if key in entry:
+                entry[key] = dict(found.get(key) or {}, **entry[key])
+        found.update(entry)
+    return "workloads", merged
+
+
+def mesh_sidecars(entries, names=MESH_DEPLOYMENTS):
+    """The overrides with each of `names` labelled for sidecar injection (entries the user gave for
+    them keep their other settings)."""
+    by_name = dict((d["name"], d) for d in entries)
     for name in names:
         entry = by_name.get(name)
         if entry is None:
             entry = {"name": name}
-            deployments.append(entry)
+            entries.append(entry)
         entry["labels"] = dict(entry.get("labels") or {}, **{INJECT: "true"})
         entry["annotations"] = dict(entry.get("annotations") or {}, **{REWRITE_PROBES: "true"})
-    return deployments
+    return entries
 
 
 def knative_serving(params):
     """The KnativeServing, with the Kourier ingress, in the serving namespace. With the mesh
-    enabled, the activator, autoscaler and Kourier gateway get sidecars (mTLS principals)."""
+    enabled, the activator, autoscaler and Kourier gateway get sidecars (mTLS principals). The
+    workload overrides go to `workloads` where the installed operator (params installed) has it."""
     serving_ns = dns_label(params.get("serving_namespace") or "", "serverless_serving_namespace")
+    check_namespaces(serving_ns)
     spec = copy.deepcopy(params.get("spec") or {})
     require(isinstance(spec, dict), "serverless_knative_serving_spec", "must be a mapping", "Give the KnativeServing spec")
+    field, entries = workload_overrides(spec, versions.knative_workloads(params.get("installed")))
     if (params.get("mesh") or {}).get("enabled"):
-        spec["deployments"] = mesh_sidecars(spec)
+        entries = mesh_sidecars(entries)
+    spec.pop("deployments", None)
+    spec.pop("workloads", None)
+    if entries:
+        spec[field] = entries
     ingress = spec.setdefault("ingress", {})
     ingress.setdefault("kourier", {})["enabled"] = True
     config = spec.setdefault("config", {})
