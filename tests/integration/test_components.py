@@ -59,16 +59,12 @@ def test_apply_idempotence_prune_one_component_and_absent(playbook, kube, instan
         assert ("CustomResourceDefinition", "", "clusterservingruntimes.serving.kserve.io") in live
         assert ("ClusterServingRuntime", "", "kserve-sklearnserver") in live
         assert ("DaemonSet", ns, "kserve-localmodelnode-agent") in live
-        assert ("StatefulSet", "istio-system", "authservice") in live
         namespace = kube.get(kube.resource("v1", "Namespace"), ns)
         assert namespace["metadata"]["labels"]["istio-injection"] == "enabled"
         envoy = kube.get(kube.resource("apps/v1", "Deployment"), "metadata-envoy-deployment", ns)
         assert envoy["spec"]["template"]["spec"]["containers"][0]["args"] == ["/etc/envoy.yaml", "--base-id", "1"]
         # upstream's own "false" stays
         assert envoy["spec"]["template"]["metadata"]["annotations"]["sidecar.istio.io/inject"] == "false"
-        auth = kube.get(kube.resource("apps/v1", "StatefulSet"), "authservice", "istio-system")
-        assert auth["spec"]["template"]["metadata"]["annotations"][
-            "traffic.sidecar.istio.io/excludeOutboundPorts"] == "443"
         vs = kube.get(kube.resource("networking.istio.io/v1beta1", "VirtualService"), "ml-pipeline-ui", ns)
         assert vs["spec"]["http"][0]["route"][0]["destination"]["host"] == "ml-pipeline-ui.%s.svc.cluster.local" % ns
         binding = kube.get(kube.resource("rbac.authorization.k8s.io/v1", "RoleBinding"),

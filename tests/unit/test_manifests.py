@@ -283,7 +283,7 @@ def test_inject_sidecars_labels_namespace_and_annotates_its_workloads_only():
     svc = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s", "namespace": "kubeflow"}}
     istiod = deployment("istiod", namespace="istio-system")
     out = m.inject_sidecars([ns, other_ns, auth, envoy, labelled, both, cron, svc, deployment("skipped"), istiod],
-                            ["kubeflow"], exclude=("skipped",))
+                            ["kubeflow"], authservice=("authservice",), exclude=("skipped",))
     assert out[0]["metadata"]["labels"] == {"istio-injection": "enabled"}
     assert "labels" not in out[1]["metadata"]
     # outside the named namespaces: only authservice's outbound exclusion
@@ -337,7 +337,7 @@ def test_inject_sidecars_property(workloads):
         if annotated:
             obj["spec"]["template"]["metadata"]["annotations"] = {m.INJECT: "false", "keep": "me"}
         objs.append(obj)
-    out = m.inject_sidecars(objs, "kubeflow")
+    out = m.inject_sidecars(objs, "kubeflow", authservice=("authservice",))
     for before, after in zip(objs, out):
         annotations = after["spec"]["template"]["metadata"]["annotations"]
         old_inject = (before["spec"]["template"]["metadata"].get("annotations") or {}).get(m.INJECT)

@@ -100,8 +100,6 @@ MANIFESTS_V1_10_2 = {
     "applications/tensorboard/tensorboards-web-app/upstream/overlays/istio",
     "applications/profiles/upstream/overlays/kubeflow", "applications/admission-webhook/upstream/overlays/cert-manager",
 }
-# present up to v1.9.0, gone from v1.9.1 on
-AUTHSERVICE_UP_TO_V1_9_0 = "common/oidc-client/oidc-authservice/base"
 PROFILE_NAMESPACE_LABELS = {"katib.kubeflow.org/metrics-collector-injection": "enabled",
                             "serving.kubeflow.org/inferenceservice": "enabled",
                             "pipelines.kubeflow.org/enabled": "true",
@@ -114,8 +112,6 @@ def test_the_catalog_paths_are_those_of_the_pinned_manifests_release():
     catalog = defaults["components_catalog"]
     on = [name for name, state in defaults["components_components"].items() if state == "managed"]
     assert set(path for name in on for path in catalog[name]) <= MANIFESTS_V1_10_2
-    # the one path the release does not have belongs to a component that is off by default
-    assert catalog["authservice"] == [AUTHSERVICE_UP_TO_V1_9_0] and defaults["components_components"]["authservice"] == "removed"
 
 
 def test_the_profile_namespace_selector_matches_the_label_upstream_gives_profile_namespaces():

@@ -6,6 +6,7 @@ names and labels its objects carry."""
 import functools
 import gzip
 import re
+import tarfile
 
 import pytest
 import yaml
@@ -187,3 +188,27 @@ def test_the_uninstall_hint_selects_upstreams_profile_controller(release):
     found = [o["metadata"]["name"] for o in render(release) if o["kind"] == "Deployment"
              and all((o["metadata"].get("labels") or {}).get(k) == v for k, v in selector.items())]
     assert found == ["profiles-deployment"]
+
+
+@functools.lru_cache(maxsize=None)
+def tree(release):
+    """The files of upstream's tree at the release, as the tarball holds them (paths from its root)."""
+    with tarfile.open(str(UPSTREAM / ("kubeflow-manifests-%s.tar.gz" % release))) as archive:
+        return frozenset(re.sub(r"^\./", "", name) for name in archive.getnames())
+
+
+@needs_upstream
+@pytest.mark.parametrize("release", RELEASES)
+def test_every_default_catalog_path_is_a_kustomization_in_the_release(release):
+    files = tree(release)
+    missing = ["%s: %s" % (name, path) for name, paths in sorted(DEFAULTS["components_catalog"].items())
+               for path in paths if not any("%s/%s" % (path, k) in files
+                                            for k in ("kustomization.yaml", "kustomization.yml", "Kustomization"))]
+    assert missing == []
+
+
+@needs_upstream
+@pytest.mark.parametrize("release", RELEASES)
+def test_the_workloads_that_skip_the_sidecar_for_the_oidc_provider_exist_in_the_release(release):
+    names = set(o["metadata"]["name"] for o in render(release) if m.pod_spec(o) is not None)
+    assert set(DEFAULTS["components_sidecar_authservice"]) <= names

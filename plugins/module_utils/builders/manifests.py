@@ -538,7 +538,7 @@ def sidecar_system_workload(obj):
     return None
 
 
-def inject_sidecars(objs, namespaces, revision="", authservice=("authservice",), exclude=()):
+def inject_sidecars(objs, namespaces, revision="", authservice=(), exclude=()):
     """Sidecar injection into the named namespaces only (a name, or a list of names).
 
     - Each named Namespace is labelled for injection (istio-injection=enabled, or istio.io/rev).
@@ -1129,7 +1129,7 @@ def sidecars_pass(state):
     require(not mesh_revision or revision == mesh_revision, "components_sidecar_revision",
             "is %r, but the mesh's revision is %r (service_mesh role)" % (revision, mesh_revision),
             "Leave it empty: the components follow the mesh's revision")
-    state.objs = inject_sidecars(state.objs, injected, revision, tuple(sidecar.get("authservice") or ("authservice",)),
+    state.objs = inject_sidecars(state.objs, injected, revision, tuple(sidecar.get("authservice") or ()),
                                  tuple(sidecar.get("exclude") or ()))
     labels = {"istio.io/rev": revision} if revision else {"istio-injection": "enabled"}
     state.injection = dict((name, labels) for name in injected)
