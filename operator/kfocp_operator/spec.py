@@ -267,6 +267,30 @@ class SpecModel:
             return out
         return value
 
+    def key_map(self):
+        """{field: variable or {"name": variable, "keys": {...}}} for every spec field: the names
+        to_variables gives a CR's keys, as data for the playbooks under ansible-operator
+        (plugins/module_utils/spec_keys.py). A sub-option is listed when the CR spells it
+        otherwise than the role, or when it has sub-options of its own; every other key, and every
+        key of a free-form mapping, stays as written."""
+        def keys(options):
+            out = {}
+            for name, option in (options or {}).items():
+                sub = keys(option.get("options"))
+                if sub:
+                    out[self.camel(name)] = {"name": name, "keys": sub}
+                elif self.camel(name) != name:
+                    out[self.camel(name)] = name
+            return out
+
+        out = {}
+        for name, option in sorted(self.options.items()):
+            if name in OPERATOR_ONLY:
+                continue
+            sub = keys(option.get("options"))
+            out[to_camel(name)] = {"name": name, "keys": sub} if sub else name
+        return out
+
     def to_variables(self, spec):
         """A CR spec (camelCase) -> role variables (snake_case); free-form mappings are kept as they are."""
         variables = {}

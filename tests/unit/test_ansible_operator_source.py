@@ -66,3 +66,22 @@ def test_extravars_carry_the_keys_ansible_operator_passes(source):
     assert out["ansible_operator_meta"] == {"name": "kf", "namespace": "ns"}
     # escapeAnsibleKey turns the group's dots into underscores
     assert CR_VARIABLE == "_kfocp_io_kubeflow" and out[CR_VARIABLE] == cr
+
+
+def test_watches_yaml_marks_the_spec_unsafe_and_keeps_its_keys(source):
+    """watches.go: markUnsafe defaults to false and snakeCaseParameters to true; runner.go marks
+    every string of the spec unsafe only with markUnsafe, renames every key (MapToSnake) with
+    snakeCaseParameters, and always passes the spec as written in _<group>_<kind>_spec, which
+    site.yml renames by the CRD's key map."""
+    watches_go = (source / "internal" / "ansible" / "watches" / "watches.go").read_text()
+    runner_go = (source / "internal" / "ansible" / "runner" / "runner.go").read_text()
+    assert "markUnsafeDefault                  = false" in watches_go
+    assert "snakeCaseParametersDefault         = true" in watches_go
+    assert "parameters = paramconv.MapToSnake(spec)" in runner_go
+    assert "parameters[specKey] = markUnsafe(spec)" in runner_go
+    assert 'specKey := fmt.Sprintf("%s_spec", objKey)' in runner_go
+    (watch,) = yaml.safe_load((ROOT / "operator" / "watches.yaml").read_text())
+    assert watch["markUnsafe"] is True
+    assert watch["snakeCaseParameters"] is False
+    site = (ROOT / "playbooks" / "site.yml").read_text()
+    assert "%s_spec | kfocp.kubeflow.spec_variables(__kfocp_spec_keys)" % CR_VARIABLE in site

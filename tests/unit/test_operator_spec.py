@@ -182,3 +182,44 @@ def test_every_default_of_the_generated_crd_passes_its_own_schema():
     bad = ["%s: %s" % (path, err.message) for path, default, schema in _defaults(spec)
            for err in jsonschema.Draft7Validator(schema).iter_errors(default)]
     assert not bad, bad
+
+
+def _crd_defaults(schema):
+    """The spec the API server stores for an empty one: every default of the CRD's schema."""
+    out = {}
+    for field, sub in (schema.get("properties") or {}).items():
+        if "default" in sub:
+            out[field] = sub["default"]
+    return out
+
+
+def test_the_key_map_gives_the_variables_kfocps_operator_gives():
+    """Under ansible-operator (snakeCaseParameters: false) site.yml renames the spec's keys by the
+    key map (plugins/module_utils/spec_keys.py); kfocp's operator by SpecModel.to_variables. Both
+    give the same variables for the sample resource over the CRD's defaults, nested keys as written."""
+    from ansible_collections.kfocp.kubeflow.plugins.module_utils import spec_keys  # pylint: disable=import-outside-toplevel
+
+    model = SpecModel.from_collection(ROOT)
+    doc = yaml.safe_load((ROOT / "operator" / "config" / "crd" / "bases" / "kfocp.io_kubeflows.yaml").read_text())
+    spec = _crd_defaults(doc["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"])
+    sample = yaml.safe_load((ROOT / "operator" / "config" / "samples" / "kfocp_v1alpha1_kubeflow.yaml").read_text())
+    spec.update(sample["spec"])
+    spec["autoscalerCluster"] = {"scaleDown": {"delayAfterAdd": "10m"}, "maxNodesTotal": 5}
+    keys = yaml.safe_load((ROOT / "playbooks" / "vars" / "spec_keys.yml").read_text())["__kfocp_spec_keys"]
+    variables = spec_keys.variables(spec, keys)
+    assert variables == model.to_variables(spec)
+    # the keys ansible-operator's MapToSnake renamed arrive as written
+    assert "admission-webhook" in variables["components_components"]
+    assert variables["autoscaler_cluster"] == {"scale_down": {"delay_after_add": "10m"}, "max_nodes_total": 5}
+    assert variables["scc_grants_extra"] == sample["spec"]["sccGrantsExtra"]
+
+
+def test_the_key_map_leaves_out_fields_it_does_not_name():
+    """A field only the operator's configuration may set (not in the CRD) is no variable under
+    ansible-operator either, should an older CRD let it through."""
+    from ansible_collections.kfocp.kubeflow.plugins.module_utils import spec_keys  # pylint: disable=import-outside-toplevel
+
+    keys = SpecModel.from_collection(ROOT).key_map()
+    for name in OPERATOR_ONLY:
+        assert paramconv.to_camel(name) not in keys
+    assert spec_keys.variables({"componentsKubectl": "/bin/sh", "sccState": "present"}, keys) == {"scc_state": "present"}
