@@ -212,3 +212,26 @@ def test_every_default_catalog_path_is_a_kustomization_in_the_release(release):
 def test_the_workloads_that_skip_the_sidecar_for_the_oidc_provider_exist_in_the_release(release):
     names = set(o["metadata"]["name"] for o in render(release) if m.pod_spec(o) is not None)
     assert set(DEFAULTS["components_sidecar_authservice"]) <= names
+
+
+def _tree_file(release, path):
+    with tarfile.open(str(UPSTREAM / ("kubeflow-manifests-%s.tar.gz" % release))) as archive:
+        return archive.extractfile("./" + path).read().decode("utf-8")
+
+
+def _pod_security(text):
+    return dict((k, v) for k, v in (yaml.safe_load(text) or {}).items() if k.startswith("pod-security.kubernetes.io/"))
+
+
+@needs_upstream
+@pytest.mark.parametrize("release", RELEASES)
+def test_the_readme_says_what_upstreams_namespace_labels_files_set(release):
+    text = " ".join((ROOT / "roles" / "components" / "README.md").read_text().split())
+    base = re.search(r"Upstream's file `([^`]+namespace-labels\.yaml)` sets no Pod Security label", text)
+    overlay = re.search(r"the `([^`]+)` overlay that upstream's `example` installs instead sets only `([^`:]+): (\w+)`", text)
+    assert base and overlay, "the README states which Pod Security labels upstream's namespace-labels files set"
+    assert _pod_security(_tree_file(release, base.group(1))) == {}
+    assert _pod_security(_tree_file(release, overlay.group(1) + "/namespace-labels.yaml")) == \
+        {overlay.group(2): overlay.group(3)}
+    example = yaml.safe_load(_tree_file(release, "example/kustomization.yaml"))
+    assert "../%s" % overlay.group(1) in example["resources"]
