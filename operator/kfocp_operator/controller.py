@@ -109,17 +109,29 @@ class Controller:
 
     # ------------------------------------------------------------ events
 
+    def owned(self, cr):
+        """Whether `cr` may drive the operator: it is in the operator's namespace. OLM aggregates
+        edit rights on every owned CRD into the admin and edit roles of every namespace, so a
+        Kubeflow elsewhere may be any project editor's."""
+        namespace = self.settings.operator_namespace
+        return not namespace or (cr["metadata"].get("namespace") or "") == namespace
+
+    def _candidates(self, extra=()):
+        """The CRs that may become the active one: those in the operator's namespace."""
+        return [c for c in list(self.informer.items()) + list(extra) if self.owned(c)]
+
     def _event(self, kind, obj, old):
         key = (obj["metadata"].get("namespace") or "", obj["metadata"]["name"])
         if kind == "DELETED":
             self.queue.forget(key)
             self.generations.pop(key, None)
             self.failures.pop(key, None)
+            if not self.owned(obj):
+                return
             if self.fastpath is not None:
                 self.fastpath.disable(obj["metadata"]["name"])
-            others = self.informer.items()
-            if active_key(others + [obj]) == key:  # the active CR is gone: a refused one may take over
-                for other in others:
+            if active_key(self._candidates([obj])) == key:  # the active CR is gone: a refused one may take over
+                for other in self._candidates():
                     self.queue.add((other["metadata"].get("namespace") or "", other["metadata"]["name"]))
             return
         meta = obj["metadata"]
@@ -218,7 +230,9 @@ class Controller:
             return None
         meta = cr["metadata"]
         generation = meta.get("generation")
-        active = active_key(self.informer.items() or [cr])
+        if not self.owned(cr):
+            return self._refuse_outside(cr, generation)
+        active = active_key(self._candidates() or [cr])
         if active != key:
             return self._refuse(cr, active, generation)
         if meta.get("deletionTimestamp"):
@@ -279,6 +293,17 @@ class Controller:
             post_event(self.client, cr, "Warning", "SingletonConflict", new["conditions"][0]["message"])
             LOG.warning("%s/%s refused: %s/%s is the active Kubeflow", cr["metadata"].get("namespace"),
                         cr["metadata"]["name"], *active)
+        return None
+
+    def _refuse_outside(self, cr, generation):
+        """A Kubeflow outside the operator's namespace: nothing is done but say why, once per generation."""
+        ready = status.get((cr.get("status") or {}).get("conditions"), status.READY)
+        if not (ready and ready.get("reason") == "Refused" and ready.get("observedGeneration") == generation):
+            new = status.outside(self.settings.operator_namespace, cr["metadata"].get("namespace"), generation)
+            self._write_status(cr, new)
+            post_event(self.client, cr, "Warning", status.OUTSIDE, new["conditions"][0]["message"])
+            LOG.warning("%s/%s refused: not in the operator's namespace %s", cr["metadata"].get("namespace"),
+                        cr["metadata"]["name"], self.settings.operator_namespace)
         return None
 
     def _finalize(self, cr, key):

@@ -101,6 +101,20 @@ def refused(active, generation):
         condition(DEGRADED, True, "SingletonConflict", message, generation)]}
 
 
+OUTSIDE = "OutsideOperatorNamespace"
+
+
+def outside(operator_namespace, namespace, generation):
+    message = ("only a Kubeflow in the operator's namespace %s is acted on; this one is in %s, so nothing was "
+               "changed. A Kubeflow configures the whole cluster with the operator's rights, and editors of any "
+               "project may create one in their project: ask the platform's owners to change the Kubeflow in %s, "
+               "and delete this one" % (operator_namespace, namespace, operator_namespace))
+    return {"observedGeneration": generation, "conditions": [
+        condition(READY, False, "Refused", message, generation),
+        condition(PROGRESSING, False, "Refused", message, generation),
+        condition(DEGRADED, True, OUTSIDE, message, generation)]}
+
+
 def uninstall_failed(message, generation):
     text = "uninstall failed, the finalizer stays until it succeeds: %s" % message
     return {"conditions": [
