@@ -8,6 +8,7 @@ Each has its own go.mod beside this file. The binaries are cached by version und
 """
 from __future__ import annotations
 
+import hashlib
 import sys
 from pathlib import Path
 
@@ -39,9 +40,10 @@ def ansible_operator() -> Path:
 
 
 def validate_bundle() -> Path:
-    """The path of the bundle validator, built on first use."""
+    """The path of the bundle validator, built on first use (again when its source changes)."""
+    source = hashlib.sha256((HERE / "validate-bundle" / "main.go").read_bytes()).hexdigest()[:12]
     dest = go_build(HERE / "validate-bundle", {"validate-bundle": "."},
-                    cache_root() / f"validate-bundle-{api_version()}")
+                    cache_root() / f"validate-bundle-{api_version()}-{source}")
     return dest / "validate-bundle"
 
 

@@ -27,7 +27,37 @@ BUNDLE = OPERATOR / "bundle"
 PACKAGE = "kfocp-operator"
 CHANNEL = "candidate"
 SUGGESTED_NAMESPACE = "kfocp-system"
-MIN_KUBE_VERSION = "1.29.0"
+sys.path.insert(0, str(OPERATOR))
+
+from kfocp_operator import collection  # noqa: E402
+
+collection.importable()
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.versions import SUPPORTED  # noqa: E402
+
+
+def kubernetes_minor(openshift: str) -> str:
+    """The Kubernetes minor of an OpenShift 4 minor: 4.14 runs 1.27, 4.16 runs 1.29 (OpenShift 4.N
+    rebases on Kubernetes 1.(N+13): openshift/kubernetes CHANGELOG/README.md per release-4.N
+    branch, and operator-pipelines' OCP_TO_K8S table)."""
+    major, minor = (int(part) for part in openshift.split("."))
+    if major != 4 or minor < 3:  # 4.1 and 4.2 ran 1.13 and 1.14
+        raise ValueError(f"OpenShift {openshift}: only OpenShift 4 minors have a known Kubernetes version")
+    return f"1.{minor + 13}"
+
+
+# The oldest OpenShift kfocp supports decides the oldest Kubernetes OLM may install on (OLM leaves
+# a CSV whose minKubeVersion is above the server's version Pending), and the catalog annotation
+# says the same range in OpenShift versions (operator-pipelines check_api_version_constraints).
+MIN_KUBE_VERSION = kubernetes_minor(SUPPORTED[0]) + ".0"
+OPENSHIFT_VERSIONS = f"v{SUPPORTED[0]}-v{SUPPORTED[-1]}"
+# OLM gives every namespace's admin and edit roles full and write rights on each owned CRD,
+# whatever the install mode (operator-lifecycle-manager pkg/controller/operators/olm/
+# operatorgroup.go ensureClusterRolesForCSV: ClusterRoles <crd>-<version>-admin/-edit/-view
+# labelled rbac.authorization.k8s.io/aggregate-to-<suffix>). So any project editor can create a
+# Kubeflow in their project. The operator acts only on the one in its own namespace, where only
+# the platform's owners may write; OwnNamespace is then the one install mode that means what it
+# says (a target namespace other than its own would have nothing acted on).
+INSTALL_MODES = ("OwnNamespace",)
 
 ICON_SVG = (b'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 64 64"><rect width="64" height="64" rx="12" '
             b'fill="#1f4e79"/><path d="M16 48V16h8v13l12-13h10L33 30l14 18H37L27 35l-3 3v10z" fill="#fff"/></svg>')
@@ -111,15 +141,13 @@ def permissions(objs: list[dict], kind: str, binding_kind: str) -> list[dict]:
 
 
 def deployments(objs: list[dict]) -> list[dict]:
+    # WATCH_NAMESPACE stays as operator/config sets it (empty: every namespace), not OLM's
+    # olm.targetNamespaces: the operator acts only on the Kubeflow in its own namespace (the one
+    # install mode, OwnNamespace) and tells any other, which a project editor may have made, why
+    # not, in its status. That needs the other namespaces' Kubeflows in its watch.
     out = []
     for dep in _of(objs, "Deployment"):
         spec = copy.deepcopy(dep["spec"])
-        for container in spec["template"]["spec"].get("containers") or []:
-            for env in container.get("env") or []:
-                # OLM tells the operator which namespaces its OperatorGroup targets.
-                if env["name"] == "WATCH_NAMESPACE":
-                    env.pop("value", None)
-                    env["valueFrom"] = {"fieldRef": {"fieldPath": "metadata.annotations['olm.targetNamespaces']"}}
         out.append({"name": dep["metadata"]["name"], "label": dict(dep["metadata"].get("labels") or {}),
                     "spec": spec})
     if len(out) != 1:
@@ -195,12 +223,9 @@ def cluster_service_version(objs: list[dict], samples: list[dict], ver: str, ima
                       {"name": "Documentation", "url": galaxy["documentation"]}],
             "keywords": list(galaxy.get("tags") or []),
             "icon": [{"base64data": base64.b64encode(ICON_SVG).decode(), "mediatype": "image/svg+xml"}],
-            "installModes": [
-                {"type": "OwnNamespace", "supported": True},
-                {"type": "SingleNamespace", "supported": True},
-                {"type": "MultiNamespace", "supported": False},
-                {"type": "AllNamespaces", "supported": True},
-            ],
+            # Only the operator's own namespace: see INSTALL_MODES.
+            "installModes": [{"type": mode, "supported": mode in INSTALL_MODES} for mode in
+                             ("OwnNamespace", "SingleNamespace", "MultiNamespace", "AllNamespaces")],
             "customresourcedefinitions": {"owned": owned_crds(crds)},
             "install": {"strategy": "deployment", "spec": {
                 "clusterPermissions": permissions(objs, "ClusterRole", "ClusterRoleBinding"),
@@ -226,6 +251,7 @@ def annotations() -> dict:
         "operators.operatorframework.io.bundle.package.v1": PACKAGE,
         "operators.operatorframework.io.bundle.channels.v1": CHANNEL,
         "operators.operatorframework.io.bundle.channel.default.v1": CHANNEL,
+        "com.redhat.openshift.versions": OPENSHIFT_VERSIONS,
     }}
 
 

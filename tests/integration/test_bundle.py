@@ -17,6 +17,7 @@ import gen_bundle  # noqa: E402
 
 BUNDLE = ROOT / "operator" / "bundle"
 CSV = BUNDLE / "manifests" / "kfocp-operator.clusterserviceversion.yaml"
+NEWEST_KUBERNETES = gen_bundle.kubernetes_minor(gen_bundle.SUPPORTED[-1])
 
 
 @pytest.fixture(scope="module")
@@ -29,8 +30,13 @@ def kubectl(control_plane):
     return control_plane.state()["bins"]["kubectl"]
 
 
-def validate(validator, directory):
-    proc = subprocess.run([str(validator), str(directory)], capture_output=True, text=True, check=False, timeout=120)
+def validate(validator, directory, suite=True):
+    """The validator's report; with `suite`, with the optional validators of operator-sdk's
+    `--select-optional suite=operatorframework`, for the newest supported OpenShift's Kubernetes
+    (as operator-pipelines runs it: the k8s-version of the newest OpenShift the bundle names)."""
+    options = ["-suite", "operatorframework", "-k8s-version", NEWEST_KUBERNETES] if suite else []
+    proc = subprocess.run([str(validator)] + options + [str(directory)], capture_output=True, text=True, check=False,
+                          timeout=120)
     report = json.loads(proc.stdout) if proc.stdout.strip() else {}
     return proc.returncode, report, proc.stderr
 
@@ -52,11 +58,11 @@ def test_csv_carries_the_config_permissions_deployment_crd_and_samples(kubectl):
     assert dep["name"] == deployment["metadata"]["name"]
     container = dep["spec"]["template"]["spec"]["containers"][0]
     env = dict((e["name"], e) for e in container["env"])
-    assert env["WATCH_NAMESPACE"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.annotations['olm.targetNamespaces']"
+    assert env["WATCH_NAMESPACE"] == {"name": "WATCH_NAMESPACE", "value": ""}
     assert container["securityContext"]["capabilities"]["drop"] == ["ALL"]
     assert [c["name"] for c in csv["spec"]["customresourcedefinitions"]["owned"]] == ["kubeflows.kfocp.io"]
     modes = dict((m["type"], m["supported"]) for m in csv["spec"]["installModes"])
-    assert modes == {"OwnNamespace": True, "SingleNamespace": True, "MultiNamespace": False, "AllNamespaces": True}
+    assert modes == {"OwnNamespace": True, "SingleNamespace": False, "MultiNamespace": False, "AllNamespaces": False}
     examples = json.loads(csv["metadata"]["annotations"]["alm-examples"])
     assert examples and examples[0]["kind"] == "Kubeflow"
     assert csv["spec"]["version"] == yaml.safe_load((ROOT / "galaxy.yml").read_text())["version"]
@@ -80,6 +86,7 @@ def test_alm_examples_are_valid_kubeflow_resources(control_plane, kubectl):
 def test_the_operator_framework_validators_accept_the_bundle(validator):
     rc, report, stderr = validate(validator, BUNDLE)
     assert rc == 0, json.dumps(report, indent=1) + stderr
+    assert report["suite"] == "operatorframework"
     assert report["errors"] == []
     # The one warning kept on purpose: the roles install the CRDs of the Kubeflow components they
     # deploy, so the operator may create CRDs (good-practices validator).
@@ -111,3 +118,17 @@ def test_the_validators_refuse_a_csv_without_install_modes(validator, tmp_path):
     assert rc == 1, stderr
     assert any("installModes" in e["detail"] or "install mode" in e["detail"].lower()
                for e in report["errors"]), report
+
+
+def test_the_operatorframework_suite_refuses_an_unknown_category(validator, tmp_path):
+    """The optional suite runs: its categories validator refuses what the default ones let through."""
+    broken = tmp_path / "bundle"
+    shutil.copytree(BUNDLE, broken)
+    path = broken / "manifests" / CSV.name
+    csv = yaml.safe_load(path.read_text())
+    csv["metadata"]["annotations"]["categories"] = "Not A Category"
+    path.write_text(yaml.safe_dump(csv))
+    assert validate(validator, broken, suite=False)[0] == 0
+    rc, report, stderr = validate(validator, broken)
+    assert rc == 1, stderr
+    assert any("Not A Category" in e["detail"] for e in report["errors"]), report

@@ -1,19 +1,37 @@
 // Command validate-bundle validates an OLM bundle directory with the operator-framework
 // validation library: the default bundle validators (CSV, CRDs, bundle) plus the object and
 // good-practices validators. It prints one JSON report and exits 1 when there is an error.
+// -suite operatorframework adds the optional validators that `operator-sdk bundle validate
+// --select-optional suite=operatorframework` runs (operator-sdk v1.42.3
+// internal/cmd/operator-sdk/bundle/validate/optional.go: operatorhubv2, capabilities,
+// categories, alpha-deprecated-apis, good-practices), with -k8s-version as its optional value.
 //
 //	validate-bundle operator/bundle
+//	validate-bundle -suite operatorframework -k8s-version 1.33 operator/bundle
 package main
 
 import (
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 
 	"github.com/operator-framework/api/pkg/manifests"
 	"github.com/operator-framework/api/pkg/validation"
 	"github.com/operator-framework/api/pkg/validation/errors"
+	validator "github.com/operator-framework/api/pkg/validation/interfaces"
 )
+
+// The optional validators of operator-sdk's suite operatorframework.
+var suites = map[string]validator.Validators{
+	"operatorframework": {
+		validation.OperatorHubV2Validator,
+		validation.StandardCapabilitiesValidator,
+		validation.StandardCategoriesValidator,
+		validation.AlphaDeprecatedAPIsValidator,
+		validation.GoodPracticesValidator,
+	},
+}
 
 type finding struct {
 	Type   string `json:"type"`
@@ -29,6 +47,7 @@ type report struct {
 	CSV      string    `json:"csv"`
 	CRDs     []string  `json:"crds"`
 	Objects  int       `json:"objects"`
+	Suite    string    `json:"suite,omitempty"`
 	Errors   []finding `json:"errors"`
 	Warnings []finding `json:"warnings"`
 }
@@ -42,11 +61,20 @@ func convert(list []errors.Error) []finding {
 }
 
 func main() {
-	if len(os.Args) != 2 {
-		fmt.Fprintln(os.Stderr, "usage: validate-bundle <bundle directory with manifests/ and metadata/>")
+	suite := flag.String("suite", "", "also run the optional validators of this suite (operatorframework)")
+	k8sVersion := flag.String("k8s-version", "", "the Kubernetes version the optional validators check the APIs for")
+	flag.Parse()
+	if flag.NArg() != 1 {
+		fmt.Fprintln(os.Stderr, "usage: validate-bundle [-suite operatorframework] [-k8s-version 1.33] "+
+			"<bundle directory with manifests/ and metadata/>")
 		os.Exit(2)
 	}
-	dir := os.Args[1]
+	optional, known := suites[*suite]
+	if *suite != "" && !known {
+		fmt.Fprintf(os.Stderr, "error: unknown suite %q; the one known is operatorframework\n", *suite)
+		os.Exit(2)
+	}
+	dir := flag.Arg(0)
 	bundle, err := manifests.GetBundleFromDir(dir)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "error: cannot read the bundle in %s: %v\n", dir, err)
@@ -63,7 +91,18 @@ func main() {
 	rep.Objects = len(bundle.Objects)
 	validators := validation.DefaultBundleValidators.WithValidators(
 		validation.ObjectValidator, validation.GoodPracticesValidator)
-	for _, result := range validators.Validate(objs...) {
+	results := validators.Validate(objs...)
+	if *suite != "" {
+		rep.Suite = *suite
+		// as operator-sdk passes them: every bundle object, then the optional values
+		all := bundle.ObjectsToValidate()
+		for _, obj := range bundle.Objects {
+			all = append(all, obj)
+		}
+		all = append(all, map[string]string{"k8s-version": *k8sVersion})
+		results = append(results, optional.Validate(all...)...)
+	}
+	for _, result := range results {
 		rep.Errors = append(rep.Errors, convert(result.Errors)...)
 		rep.Warnings = append(rep.Warnings, convert(result.Warnings)...)
 	}
