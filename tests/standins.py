@@ -9,6 +9,8 @@ import re
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from ipaddress import ip_address
+from urllib.parse import unquote, urlencode, urlsplit, urlunsplit
 
 import yaml
 
@@ -399,38 +401,67 @@ def _now():
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
+# What OLM writes, as operator-framework/operator-lifecycle-manager does it (@ 992bb097749e5994eedc5e4882583df952d8a70e,
+# pkg/controller/operators/catalog/operator.go), in the fields operator-framework/api declares
+# (@ 3048ccdc52d1858783800c6d40305357aff66c8c, pkg/operators/v1alpha1/subscription_types.go and
+# installplan_types.go).
+
+def olm_install_plan(subscription, plan_name, csv_name):
+    """The InstallPlan OLM makes for a Subscription (createInstallPlan): spec.approval the
+    Subscription's installPlanApproval (Automatic when unset), approved only when Automatic, the
+    CSVs it installs, generation 1; status.phase Installing, or RequiresApproval when Manual. OLM
+    names it from generateName "install-"; this stand-in names it install-<package> so that tests
+    can find it."""
+    meta, spec = subscription["metadata"], subscription["spec"]
+    approval = "Manual" if spec.get("installPlanApproval") == "Manual" else "Automatic"
+    return ({"apiVersion": "operators.coreos.com/v1alpha1", "kind": "InstallPlan",
+             "metadata": {"name": plan_name, "namespace": meta["namespace"],
+                          "ownerReferences": [{"apiVersion": "operators.coreos.com/v1alpha1", "kind": "Subscription",
+                                               "name": meta["name"], "uid": meta["uid"]}]},
+             "spec": {"approval": approval, "approved": approval == "Automatic",
+                      "clusterServiceVersionNames": [csv_name], "generation": 1}},
+            {"phase": "RequiresApproval" if approval == "Manual" else "Installing"})
+
+
+def olm_subscription_status(plan, csv_name, csv_installed):
+    """The Subscription's status once OLM made `plan` for it (setIPReference and
+    ensureSubscriptionInstallPlanState: installPlanRef, the plan's ObjectReference; installplan,
+    its InstallPlanReference; state UpgradePending; installPlanGeneration; currentCSV) and, once the
+    CSV exists (ensureSubscriptionCSVState), state AtLatestKnown and installedCSV = currentCSV."""
+    meta = plan["metadata"]
+    ref = {"apiVersion": plan["apiVersion"], "kind": "InstallPlan", "namespace": meta["namespace"],
+           "name": meta["name"], "uid": meta["uid"], "resourceVersion": meta["resourceVersion"]}
+    status = {"installPlanRef": ref, "installplan": {"apiVersion": plan["apiVersion"], "kind": "InstallPlan",
+                                                     "name": meta["name"], "uuid": meta["uid"]},
+              "installPlanGeneration": plan["spec"].get("generation", 1), "currentCSV": csv_name,
+              "state": "UpgradePending", "lastUpdated": _now()}
+    if csv_installed:
+        status.update(state="AtLatestKnown", installedCSV=csv_name)
+    return status
+
+
 def olm_step(kube, subscription, csv_name=None, phase="Succeeded"):
-    """What OLM does for one Subscription: resolve it to an InstallPlan (install-<package>,
-    spec.approval from the Subscription's installPlanApproval, approved only when Automatic) and,
-    once the plan is approved, install the CSV and mark it `phase`. Returns the CSV name, or None
-    while the plan waits for approval."""
+    """What OLM does for one Subscription: resolve it to an InstallPlan (olm_install_plan) and
+    point the Subscription at it (olm_subscription_status); once the plan is approved, complete it,
+    install the CSV (play_csv) in `phase` and mark the Subscription AtLatestKnown with its
+    installedCSV. Returns the CSV name, or None while the plan waits for approval."""
     meta, spec = subscription["metadata"], subscription["spec"]
     namespace, package = meta["namespace"], spec["name"]
     csv_name = csv_name or spec.get("startingCSV") or "%s.v1.0.0" % package
-    plans = kube.resource(*INSTALL_PLANS)
+    plans, subs = kube.resource(*INSTALL_PLANS), kube.resource(*SUBSCRIPTIONS)
     plan_name = "install-%s" % package.replace(".", "-")[:40]
-    manual = spec.get("installPlanApproval") == "Manual"
     plan = kube.get(plans, plan_name, namespace)
     if plan is None:
-        body = {"apiVersion": plans.api_version, "kind": "InstallPlan",
-                "metadata": {"name": plan_name, "namespace": namespace,
-                             "ownerReferences": [{"apiVersion": "operators.coreos.com/v1alpha1", "kind": "Subscription",
-                                                  "name": meta["name"], "uid": meta["uid"]}]},
-                "spec": {"approval": "Manual" if manual else "Automatic", "approved": not manual,
-                         "clusterServiceVersionNames": [csv_name], "generation": 1}}
+        body, status = olm_install_plan(subscription, plan_name, csv_name)
         plan = kube.request("POST", kube.path(plans, namespace), query={"fieldManager": "olm"}, body=body)
-        subs = kube.resource(*SUBSCRIPTIONS)
-        _status_patch(kube, subs, subscription, {
-            "currentCSV": csv_name, "state": "UpgradePending", "lastUpdated": _now(),
-            "installPlanRef": {"apiVersion": plans.api_version, "kind": "InstallPlan", "name": plan_name,
-                               "namespace": namespace},
-            "installplan": {"apiVersion": plans.api_version, "kind": "InstallPlan", "name": plan_name,
-                            "uuid": plan["metadata"]["uid"]}}, "olm")
+        plan = _status_patch(kube, plans, plan, status, "olm")
+        _status_patch(kube, subs, subscription, olm_subscription_status(plan, csv_name, False), "olm")
     if not plan["spec"].get("approved"):
         _status_patch(kube, plans, plan, {"phase": "RequiresApproval"}, "olm")
         return None
-    _status_patch(kube, plans, plan, {"phase": "Complete"}, "olm")
+    plan = _status_patch(kube, plans, plan, {"phase": "Complete"}, "olm")
     play_csv(kube, namespace, package, csv_name, phase)
+    _status_patch(kube, subs, subscription, olm_subscription_status(plan, csv_name, True), "olm")
     return csv_name
 
 
@@ -473,14 +504,27 @@ def fail_csvs_of_many_groups(kube, namespace):
 
 # ---------------------------------------------------------------- the mesh operators
 
-def mesh_ready_status(generation, ready=True):
+def mesh_ready_status(generation, ready=True, kind="ServiceMeshControlPlane"):
     """The status a mesh operator writes once it has acted on `generation` of its object: the
-    generation it observed, and Ready."""
-    return {"observedGeneration": generation,
-            "conditions": [{"type": "Ready", "status": "True" if ready else "False",
-                            "reason": "ComponentsReady" if ready else "ComponentsNotReady",
-                            "message": "All component deployments are Available",
-                            "lastTransitionTime": _now()}]}
+    generation it observed and its Ready condition.
+    - Service Mesh 2 (maistra/istio-operator, branch maistra-2.5 @ 8143614c5f13ef9b894d107d47353507b70f45ea):
+      controlplane/reconciler.go sets status.observedGeneration to the generation; readiness.go
+      sets Ready True, reason ComponentsReady, "All component deployments are Available", or False,
+      ComponentsNotReady, naming the components (pkg/apis/maistra/status/status.go).
+    - Sail (istio-ecosystem/sail-operator @ 328df99dc9fc973a7dd0c6442145dc86459a1481), kind Istio:
+      controllers/istio/istio_controller.go sets observedGeneration and copies the IstioRevision's
+      Ready condition, which istiorevision_controller.go determineReadyCondition sets True with
+      reason Ready, or False with reason IstiodNotReady, "not all istiod pods are ready"."""
+    if kind == "Istio":
+        condition = {"type": "Ready", "status": "True", "reason": "Ready"} if ready else \
+            {"type": "Ready", "status": "False", "reason": "IstiodNotReady", "message": "not all istiod pods are ready"}
+    else:
+        condition = {"type": "Ready", "status": "True" if ready else "False",
+                     "reason": "ComponentsReady" if ready else "ComponentsNotReady",
+                     "message": "All component deployments are Available" if ready else
+                     "The following components are not fully available: [istiod]"}
+    condition["lastTransitionTime"] = _now()
+    return {"observedGeneration": generation, "conditions": [condition]}
 
 
 # The chart's labels of a gateway given none (gateways/istio-ingress values.yaml).
@@ -954,33 +998,190 @@ def play_scc_admission(kube, namespace, creator=CONTROLLER_USER, names=None):
     return chosen
 
 
+# oauth-proxy's boolean flags (openshift/oauth-proxy main.go @ 2b9ee007): Go's flag package takes
+# the next argument as the value of any other flag given without "=".
+OAUTH_PROXY_BOOLS = frozenset((
+    "version", "set-xauthrequest", "pass-basic-auth", "pass-user-headers", "pass-access-token",
+    "pass-user-bearer-token", "pass-host-header", "skip-provider-button", "skip-auth-preflight",
+    "ssl-insecure-skip-verify", "display-htpasswd-form", "proxy-websockets", "cookie-secure", "cookie-httponly",
+    "request-logging"))
+
+
+def go_flags(args, bools=OAUTH_PROXY_BOOLS):
+    """{flag: value} of `args` as Go's flag.FlagSet.Parse reads them (flag.go parseOne): one or two
+    dashes; "name=value", or for a flag that is not boolean the next argument; a boolean alone is
+    "true"; the last of a repeated flag wins; parsing stops at "--" or the first argument that is
+    not a flag."""
+    out, index = {}, 0
+    while index < len(args):
+        arg = args[index]
+        if len(arg) < 2 or arg[0] != "-" or arg == "--":
+            break
+        name = arg[2:] if arg.startswith("--") else arg[1:]
+        if not name or name[0] in "-=":
+            raise AssertionError("oauth-proxy refuses its arguments: bad flag syntax: %s" % arg)
+        index += 1
+        name, equals, value = name.partition("=")
+        if not equals:
+            if name in bools:
+                value = "true"
+            elif index < len(args):
+                value, index = args[index], index + 1
+            else:
+                raise AssertionError("oauth-proxy refuses its arguments: flag needs an argument: -%s" % name)
+        out[name] = value
+    return out
+
+
+def oauth_proxy_options(container, namespace):
+    """The options of the oauth-proxy `container` that its authorize request carries, as oauth-proxy
+    resolves them (openshift/oauth-proxy @ 2b9ee007: main.go flags, options.go Resolve: a flag, else
+    the environment (OAUTH2_PROXY_CLIENT_ID), else the default; Validate: with
+    --openshift-service-account the client is that service account, an empty --redirect-url is
+    https:/// ; providers/openshift LoadDefaults: scope "user:info user:check-access")."""
+    flags = go_flags(container.get("args") or [])
+    if flags.get("config"):
+        raise AssertionError("oauth-proxy's --config file is not read by this stand-in")
+    env = dict((e.get("name"), e.get("value")) for e in container.get("env") or [] if "value" in e)
+    client_id = flags.get("client-id") or env.get("OAUTH2_PROXY_CLIENT_ID") or ""
+    if not client_id and flags.get("openshift-service-account"):
+        client_id = "system:serviceaccount:%s:%s" % (namespace, flags["openshift-service-account"])
+    return {"client_id": client_id, "redirect_url": flags.get("redirect-url") or "https:///",
+            "proxy_prefix": flags.get("proxy-prefix", "/oauth"), "scope": flags.get("scope") or "user:info user:check-access",
+            "approval_prompt": flags.get("approval-prompt", "force"),
+            "cookie_secure": flags.get("cookie-secure", "true").lower() in ("1", "t", "true")}
+
+
+def oauth_redirect_uri(options, host):
+    """The redirect_uri oauth-proxy sends: --redirect-url with its path set to <proxy-prefix>/callback
+    (oauthproxy.go NewOAuthProxy), and, when it names no host, the request's Host, and the scheme
+    https when the cookie is secure (GetRedirectURI)."""
+    parts = urlsplit(options["redirect_url"])
+    scheme = parts.scheme or ("https" if options["cookie_secure"] else "http")
+    return urlunsplit((scheme, parts.netloc or host, options["proxy_prefix"] + "/callback", parts.query, ""))
+
+
+def _remove_dot_segments(path):
+    out = []
+    for segment in path.split("/"):
+        if segment == "..":
+            if len(out) > 1:
+                out.pop()
+        elif segment != ".":
+            out.append(segment)
+    if path.endswith(("/.", "/..")):
+        out.append("")
+    return "/".join(out)
+
+
+def _go_url(url):
+    """(scheme, host, decoded path, fragment) of a URL as Go's url.Parse reads it, or a ValueError
+    for a port that is not digits."""
+    parts = urlsplit(url)
+    port = parts.netloc.rpartition("]")[2].rpartition(":")[2] if ":" in parts.netloc.rpartition("]")[2] else ""
+    if port and not port.isdigit():
+        raise ValueError('parse "%s": invalid port ":%s" after host' % (url, port))
+    return parts.scheme, parts.netloc, unquote(parts.path), parts.fragment
+
+
+def _loopback(host):
+    try:
+        return ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def osin_validate_uri(base, redirect):
+    """osin ValidateUri (github.com/openshift/osin urivalidate.go, v1.0.2-0.20220317075346-0f4d38c6e53f,
+    vendored by openshift/oauth-server @ f892602b): None when `redirect` is allowed by the client's
+    redirect URI `base`, else osin's error. Scheme and host must be equal (or, over http, both
+    loopback IPs); the path, its dot segments resolved, equal to the base's or under it (the base's
+    path without its trailing "/", then "/")."""
+    if not base or not redirect:
+        return "urls cannot be blank."
+    try:
+        b, r = _go_url(base), _go_url(redirect)
+    except ValueError as error:
+        return str(error)
+    if b[3] or r[3]:
+        return "url must not include fragment.: %s / %s" % (base, redirect)
+    if r[0] != b[0]:
+        return "scheme mismatch: %s / %s" % (base, redirect)
+    if r[1] != b[1] and not (b[0] == "http" and _loopback(b[1]) and _loopback(urlsplit(redirect).hostname or "")):
+        return "host mismatch: %s / %s" % (base, redirect)
+    base_path, redirect_path = _remove_dot_segments(b[2] or "/"), _remove_dot_segments(r[2] or "/")
+    if base_path == redirect_path or redirect_path.startswith(base_path.rstrip("/") + "/"):
+        return None
+    return "path prefix doesn't match: %s / %s" % (base, redirect)
+
+
+def oauth_server_refusal(client, client_id, redirect_uri):
+    """Why OpenShift's OAuth server refuses an authorize request with this client_id and
+    redirect_uri (osin authorize.go HandleAuthorizeRequest, with oauth-server's storage: the
+    OAuthClient named client_id, its redirectURIs joined by "," and split again, pkg/osinserver
+    registrystorage/storage.go GetRedirectUri and defaults.go RedirectUriSeparator, @ f892602b), or
+    None. `client` is the OAuthClient object (None when there is none)."""
+    if client is None:
+        return "unauthorized_client: there is no OAuthClient %s" % client_id
+    uris = ",".join(client.get("redirectURIs") or [])
+    if not uris:
+        return "unauthorized_client: OAuthClient %s has no redirectURIs" % client_id
+    errors = []
+    for base in uris.split(","):
+        error = osin_validate_uri(base, redirect_uri)
+        if error is None:
+            return None
+        errors.append(error)
+    return "invalid_request: redirect_uri %s: %s" % (redirect_uri, "; ".join(errors))
+
+
 class OAuthProxy:
     """oauth-proxy (provider openshift, --skip-provider-button) answering on loopback as the pods of
     the Deployment `name` in `namespace` would: a request without a session gets a 302 to the OAuth
-    server's authorization endpoint (found by discovery; `authorize_url` here) with redirect_uri
-    (--redirect-url), approval_prompt, scope (--scope), client_id (--client-id),
-    response_type=code and state <nonce>:<request URI> (openshift/oauth-proxy oauthproxy.go
-    OAuthStart and GetRedirect, providers/provider_default.go GetLoginRedirectURL, at 2b9ee007).
+    server's authorization endpoint (found by discovery; `authorize_url` here) with redirect_uri,
+    approval_prompt, scope, client_id, response_type=code and state <nonce>:<request URI>
+    (openshift/oauth-proxy oauthproxy.go OAuthStart and GetRedirect, providers/provider_default.go
+    GetLoginRedirectURL, at 2b9ee007), from its own container's flags (oauth_proxy_options).
+
+    Before it answers, it checks that the login would come back: OpenShift's OAuth server must
+    accept the client and redirect_uri (oauth_server_refusal, against the live OAuthClient), and
+    the redirect_uri's host must be the host of the Route `name`, through which the browser comes
+    back to the proxy. Otherwise it raises AssertionError naming the disagreement.
     Use as a context manager; `url` is where it listens."""
 
     def __init__(self, kube, namespace, name, authorize_url):
         deployment = kube.get(kube.resource("apps/v1", "Deployment"), name, namespace)
         if deployment is None:
             raise AssertionError("no oauth-proxy Deployment %s/%s" % (namespace, name))
-        args = deployment["spec"]["template"]["spec"]["containers"][0].get("args") or []
-        self.flags = dict(a[2:].split("=", 1) for a in args if a.startswith("--") and "=" in a)
+        containers = deployment["spec"]["template"]["spec"]["containers"]
+        container = next((c for c in containers if c.get("name") == "oauth-proxy"), containers[0])
+        self.options = oauth_proxy_options(container, namespace)
+        route = kube.get(kube.resource("route.openshift.io/v1", "Route"), name, namespace)
+        host = ((route or {}).get("spec") or {}).get("host", "")
+        self.redirect_uri = oauth_redirect_uri(self.options, host)
+        problems = []
+        if not route:
+            problems.append("there is no Route %s/%s" % (namespace, name))
+        elif urlsplit(self.redirect_uri).netloc != host:
+            problems.append("redirect_uri %s does not come back through the Route's host %s" % (self.redirect_uri, host))
+        client = kube.get(kube.resource("oauth.openshift.io/v1", "OAuthClient"), self.options["client_id"]) \
+            if self.options["client_id"] else None
+        refusal = oauth_server_refusal(client, self.options["client_id"], self.redirect_uri)
+        if refusal:
+            problems.append("OpenShift's OAuth server refuses the authorize request: " + refusal)
+        if problems:
+            raise AssertionError("oauth-proxy %s/%s: %s" % (namespace, name, "; ".join(problems)))
         self.authorize_url = authorize_url
         self.server = None
         self.url = None
 
     def location(self, request_uri):
-        from urllib.parse import urlencode
-        params = {"redirect_uri": self.flags.get("redirect-url", ""), "approval_prompt": "force",
-                  "scope": self.flags.get("scope", "user:info user:check-access"),
-                  "client_id": self.flags.get("client-id", ""), "response_type": "code",
+        params = {"redirect_uri": self.redirect_uri, "approval_prompt": self.options["approval_prompt"],
+                  "scope": self.options["scope"], "client_id": self.options["client_id"], "response_type": "code",
                   "state": "0123456789abcdef:%s" % request_uri}
         # Go's url.Values.Encode sorts by key
         return "%s?%s" % (self.authorize_url, urlencode(sorted(params.items())))
+
 
     def __enter__(self):
         from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
