@@ -1,5 +1,8 @@
 """Table tests of the ingress auth builder."""
 import base64
+import os
+import shutil
+import subprocess
 
 import pytest
 
@@ -131,8 +134,8 @@ def test_bad_settings_name_the_field(settings, message):
 
 def test_bad_secrets_and_lua_are_refused():
     gateway = mesh.gateway_info({})
-    with pytest.raises(DefinitionError, match="secrets.cookie_secret: must be 16, 24 or 32"):
-        auth.objects({"host": "a.b"}, gateway, dict(SECRETS, cookie_secret="x" * 20), LUA)
+    with pytest.raises(DefinitionError, match="secrets.cookie_secret: must be a string of at least 16"):
+        auth.objects({"host": "a.b"}, gateway, dict(SECRETS, cookie_secret="x" * 15), LUA)
     with pytest.raises(DefinitionError, match="lua_source: must be Lua code"):
         auth.objects({"host": "a.b"}, gateway, SECRETS, "")
 
@@ -164,3 +167,82 @@ def test_flags_that_let_client_identity_headers_through_are_refused(arg):
                                               "headers the client chose" % arg.split("=")[0]):
         auth.objects({"host": "a.b", "extra_args": ["--cookie-expire=8h", arg]}, mesh.gateway_info({}), SECRETS, LUA)
     assert auth.objects({"host": "a.b", "extra_args": ["--cookie-expire=8h"]}, mesh.gateway_info({}), SECRETS, LUA)
+
+
+# openshift/oauth-proxy options.go at 2b9ee007290b0e1cb85737f3b37075343f9f4857, verbatim: the AES key
+# it makes of the cookie secret, and (Validate, l.276-298) the sizes it accepts when
+# --pass-access-token or a --cookie-refresh other than 0 makes it create a cipher. Run by Go, so
+# that Go's own base64 decoder decides.
+OAUTH_PROXY_SECRET_BYTES = '''
+package main
+
+import (
+	"bufio"
+	"encoding/base64"
+	"fmt"
+	"os"
+)
+
+func addPadding(secret string) string {
+	padding := len(secret) % 4
+	switch padding {
+	case 1:
+		return secret + "==="
+	case 2:
+		return secret + "=="
+	case 3:
+		return secret + "="
+	default:
+		return secret
+	}
+}
+
+// secretBytes attempts to base64 decode the secret, if that fails it treats the secret as binary
+func secretBytes(secret string) []byte {
+	b, err := base64.URLEncoding.DecodeString(addPadding(secret))
+	if err == nil {
+		return []byte(addPadding(string(b)))
+	}
+	return []byte(secret)
+}
+
+func main() {
+	lines := bufio.NewScanner(os.Stdin)
+	for lines.Scan() {
+		fmt.Println(len(secretBytes(lines.Text())))
+	}
+}
+'''
+COOKIE_SECRETS = ["k" * 32, "k" * 16, "k" * 24, "x" * 20, base64.urlsafe_b64encode(b"0123456789abcdef").decode().rstrip("="),
+                  base64.urlsafe_b64encode(b"0123456789abcdef01234567").decode(), "a+b/" * 6, "Zm9v" * 4 + "!", "k" * 43]
+
+
+def oauth_proxy_key_sizes(tmp_path, secrets):
+    if not shutil.which("go"):
+        pytest.skip("no Go toolchain to run oauth-proxy's secretBytes")
+    source = tmp_path / "main.go"
+    source.write_text(OAUTH_PROXY_SECRET_BYTES)
+    env = dict(os.environ, GOFLAGS="-mod=mod", GO111MODULE="off", CGO_ENABLED="0")
+    proc = subprocess.run(["go", "run", str(source)], input="\n".join(secrets) + "\n", capture_output=True,
+                          text=True, env=env, cwd=str(tmp_path), timeout=600, check=False)
+    assert proc.returncode == 0, proc.stderr
+    return [int(n) for n in proc.stdout.split()]
+
+
+def test_the_cookie_secret_is_checked_as_oauth_proxy_checks_it(tmp_path):
+    sizes = oauth_proxy_key_sizes(tmp_path, COOKIE_SECRETS)
+    assert [len(auth.cookie_secret_bytes(s)) for s in COOKIE_SECRETS] == sizes
+    gateway = mesh.gateway_info({})
+    for secret, size in zip(COOKIE_SECRETS, sizes):
+        for flags in (["--pass-access-token"], ["--cookie-refresh=1h"]):
+            settings = {"host": "a.b", "extra_args": flags}
+            if size in (16, 24, 32):
+                assert auth.objects(settings, gateway, dict(SECRETS, cookie_secret=secret), LUA)
+            else:
+                with pytest.raises(DefinitionError, match="secrets.cookie_secret: makes a key of %d bytes" % size):
+                    auth.objects(settings, gateway, dict(SECRETS, cookie_secret=secret), LUA)
+        # without a cipher oauth-proxy takes any secret: kfocp asks only for 16 characters or more
+        assert auth.objects({"host": "a.b", "extra_args": ["--cookie-refresh=0s"]}, gateway,
+                            dict(SECRETS, cookie_secret=secret), LUA)
+    # the role generates 32 letters and digits: a 24-byte key
+    assert sizes[0] == 24

@@ -131,13 +131,55 @@ def check(settings, gateway):
     return s
 
 
-def _secrets(secrets):
+def _padded(secret):
+    """oauth-proxy's addPadding: '=' up to a multiple of 4 characters (three when one is missing over)."""
+    return secret + {1: "===", 2: "==", 3: "="}.get(len(secret) % 4, "")
+
+
+def cookie_secret_bytes(secret):
+    """The AES key oauth-proxy makes of its cookie secret (options.go, secretBytes): the secret
+    decoded as URL-safe base64 and padded like the secret, or the secret itself when it does not
+    decode. Go's decoder skips carriage returns and newlines; '+' and '/' are not in its alphabet."""
+    if "+" in secret or "/" in secret:
+        return secret.encode("utf-8")
+    try:
+        decoded = base64.b64decode(_padded(secret).replace("\r", "").replace("\n", ""), altchars=b"-_",
+                                   validate=True)
+    except (ValueError, TypeError):
+        return secret.encode("utf-8")
+    return _padded(decoded.decode("latin-1")).encode("latin-1")
+
+
+def _flag(args, name):
+    """The value of the last --name[=value] in `args` ('true' for a bare flag), or None."""
+    value = None
+    for arg in args:
+        flag, sep, given = arg.partition("=")
+        if flag == name:
+            value = given if sep else "true"
+    return value
+
+
+def cookie_cipher(args):
+    """Whether oauth-proxy makes an AES cipher of the cookie secret: with --pass-access-token, or a
+    --cookie-refresh other than 0 (options.go, Validate; oauthproxy.go, NewOAuthProxy)."""
+    refresh = _flag(args, "--cookie-refresh")
+    return (_flag(args, "--pass-access-token") or "false").lower() in ("true", "1", "t") or \
+        bool(refresh and refresh.strip("0.nsuµmh"))
+
+
+def _secrets(secrets, extra_args=()):
     require(isinstance(secrets, dict), "secrets", "must be a mapping", "Give client_secret and cookie_secret")
     for key in SECRET_KEYS:
         require(isinstance(secrets.get(key), str) and len(secrets.get(key) or "") >= 16, "secrets.%s" % key,
                 "must be a string of at least 16 characters", "Generate it (the role does)")
-    require(len(secrets["cookie_secret"]) in (16, 24, 32), "secrets.cookie_secret",
-            "must be 16, 24 or 32 characters long (an AES key)", "Generate 32 characters")
+    if cookie_cipher(extra_args):
+        size = len(cookie_secret_bytes(secrets["cookie_secret"]))
+        require(size in (16, 24, 32), "secrets.cookie_secret",
+                "makes a key of %d bytes; with --pass-access-token or --cookie-refresh in auth_extra_args, "
+                "oauth-proxy needs 16, 24 or 32 (it base64-decodes the secret)" % size,
+                "Delete the Secret auth_secret_name so that the role generates a new one (32 characters, a "
+                "24-byte key), or give a secret that base64-decodes to 16, 24 or 32 bytes")
     return secrets
 
 
@@ -238,7 +280,7 @@ def objects(settings, gateway, secrets, lua_source):
     OAuth client secret and the cookie secret (generated once, read back on later runs)."""
     s = normalise(settings)
     gateway = _gateway(gateway)
-    secrets = _secrets(secrets)
+    secrets = _secrets(secrets, s["extra_args"])
     ns = s["namespace"] or gateway["namespace"]
     name = s["name"]
     labels = {"app": name}
