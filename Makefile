@@ -17,7 +17,7 @@ TEST_WORKERS ?= 2
 NETNS ?= 0
 OFFLINE := $(if $(filter 1,$(NETNS)),$(BIN)/python hack/netns.py --,)
 
-.PHONY: help venv build istioctl up down demo test unit integration lint sanity bench soak clean operator-crd demo-operator
+.PHONY: help venv build build-plane istioctl up down demo test unit integration lint sanity bench soak clean operator-crd demo-operator
 
 help:
 	@echo "make demo   - set up, start the local control plane, run playbooks/site.yml, show the result"
@@ -45,11 +45,17 @@ build: venv
 	@command -v redis-server >/dev/null || (apt-get update -qq && apt-get install -y -qq redis-server >/dev/null) \
 		|| { echo "Argo CD's tests need Redis: install Debian's redis-server"; exit 1; }
 
+# What the local control plane alone needs (make up, make demo): its binaries and the workloads'
+# (kube-scheduler, kwok); `up` copies OpenShift's CRDs from their modules. Argo CD, the judges,
+# ansible-operator and istioctl are for make test.
+build-plane: venv
+	$(BIN)/python hack/cluster.py build --workloads
+
 # istioctl, for the tests that run its analyzers (a long build the first time; cached)
 istioctl: venv
 	$(BIN)/python hack/cluster.py build --istioctl
 
-up: build
+up: build-plane
 	$(BIN)/python hack/cluster.py up --workloads
 
 down:
@@ -99,7 +105,7 @@ operator-crd: venv
 	$(BIN)/python operator/hack/gen_crd.py
 
 # The local control plane, the CRD, the operator (log in .cluster/operator.log) and a sample Kubeflow CR.
-demo-operator: up
+demo-operator: build up
 	$(BIN)/python operator/hack/demo.py
 
 clean: down
