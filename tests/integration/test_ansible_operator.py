@@ -1,7 +1,10 @@
-"""operator-sdk's ansible-operator, built from its Go module, runs the collection through
-operator/watches.yaml against the real local API server: a Kubeflow resource converges to the
-same objects as with kfocp's own operator, reports Ready through kfocp.kubeflow.cr_status, and
-its deletion runs the uninstall finalizer.
+"""operator-sdk's ansible-operator, built from its Go module, runs the collection through the
+shipped operator/watches.yaml against the real local API server: a Kubeflow resource converges to
+the same objects as with kfocp's own operator, object by object, with the roles that need nothing
+but the API server on (components and namespace_policies included: their nested keys arrive as
+written); a spec value holding a Jinja expression arrives as text; a failed role shows in
+Degraded; the status comes from kfocp.kubeflow.cr_status, and the deletion runs the uninstall
+finalizer.
 
 ansible-operator listens on fixed ports (its Ansible proxy on 8888, its event API on 5050), so a
 file lock keeps runs on one machine one at a time.
@@ -10,16 +13,19 @@ import contextlib
 import fcntl
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import time
 import urllib.request
 import uuid
 
 import pytest
 import yaml
 
-from helpers import COLLECTIONS, ROOT, wait_for
+from clusterdiff import compare, report, snapshot
+from helpers import COLLECTIONS, ROOT, isolated_policies, labelled_objects, wait_for
 
 sys.path.insert(0, str(ROOT / "operator"))
 sys.path.insert(0, str(ROOT / "operator" / "hack"))
@@ -32,15 +38,13 @@ from kfocp_operator.spec import SpecModel  # noqa: E402
 CRD = ROOT / "operator" / "config" / "crd" / "bases" / "kfocp.io_kubeflows.yaml"
 WATCHES = ROOT / "operator" / "watches.yaml"
 FIXED_PORTS = (8888, 5050)
-# Roles that need nothing but the API server; the others wait for operators that do not run
-# here, so the resource switches them off through their <role>_state variable.
-ON = ("scc", "profiles")
-# Known gap: ansible-operator's snakeCaseParameters rewrites every nested key of the spec, not only
-# the variable names. Roles whose values carry Kubernetes field names (namespace_policies:
-# LimitRange defaultRequest, tolerationSeconds) or option names with hyphens (components:
-# admission-webhook, ...) then fail their argument spec or builder even when switched off, so
-# under ansible-operator this run also skips them the way a playbook user would.
-SNAKE_CASE_GAPS = ("components", "namespace_policies")
+# Roles that need nothing but the API server; the others (service_mesh, auth, serverless, gpu,
+# autoscaler) wait for operators that do not run here, so the resource switches them off through
+# their <role>_state variable.
+ON = ("scc", "profiles", "components", "namespace_policies")
+# A spec value that Ansible would run if it took it as a template.
+JINJA = "{{ lookup('pipe', 'id') }}"
+COMPONENTS = yaml.safe_load((ROOT / "inventories" / "local" / "group_vars" / "all" / "components.yml").read_text())
 
 
 @pytest.fixture(scope="module")
@@ -75,18 +79,29 @@ def _fixed_ports_lock():
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def _spec(team):
+def _spec(name, team, on=ON):
     model = SpecModel.from_collection(ROOT)
     crd = yaml.safe_load(CRD.read_text())
     fields = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
     spec = {}
     for role in playbook_roles(ROOT / "playbooks" / "site.yml"):
         field = model.camel("%s_state" % role)
-        if role not in ON and field in fields:
+        if role not in on and field in fields:
             spec[field] = "absent"
     # the local control plane has no ClusterVersion: the CR names the OpenShift version
     spec.update(kfocpOpenshiftVersion="4.20", sccGrantsDefault=[], sccGrantsExtra=[
-        {"namespace": team, "serviceaccount": "trainer", "scc": "nonroot-v2", "reason": "fixed UID"}])
+        {"namespace": team, "serviceaccount": "trainer", "scc": "nonroot-v2", "reason": JINJA}])
+    if "components" in on:
+        # the fixture tree of the local inventory, in a namespace of this test's own
+        spec.update(componentsSource="dir", componentsDir=str(ROOT / "tests" / "fixtures" / "manifests"),
+                    componentsComponents=COMPONENTS["components_components"], componentsNamespace=name + "-kubeflow")
+    if "namespace_policies" in on:
+        # the control plane is shared: only this test's namespaces (its selector has the label key
+        # app.kubernetes.io/part-of, which ansible-operator's snake_case conversion renamed)
+        policies = isolated_policies(name)
+        spec.update(namespacePoliciesMeshMode="member",
+                    namespacePoliciesSelector=policies["namespace_policies_selector"],
+                    namespacePoliciesWhitelistNamespaces=policies["namespace_policies_whitelist_namespaces"])
     return spec
 
 
@@ -145,9 +160,11 @@ def _health(port, path):
         return 0
 
 
-def _converge_and_delete(control_plane, kube, cr, start):
-    """Start an operator, create `cr`, wait for Ready, read what it owns, delete `cr`, and wait
-    until the finalizer has removed it. Returns (the Ready resource, the owned objects)."""
+def _converge_and_delete(control_plane, kube, cr, start, inspect=None):
+    """Start an operator, create `cr`, wait for Ready, read what it owns (every object labelled or
+    patched as its instance's, as clusterdiff compares them), delete `cr`, and wait until the
+    finalizer has removed it. `inspect(kube)` runs while the objects are there. Returns (the Ready
+    resource, the objects)."""
     name, namespace = cr["metadata"]["name"], cr["metadata"]["namespace"]
     proc, log_path, ready = start()
     try:
@@ -155,13 +172,15 @@ def _converge_and_delete(control_plane, kube, cr, start):
         assert proc.poll() is None, log_path.read_text(errors="replace")[-4000:]
         control_plane.kubectl("create", "-f", "-", input=json.dumps(cr))
         try:
-            done = wait_for(lambda: proc.poll() is not None or _ready(kube, name, namespace), 420, interval=1,
+            done = wait_for(lambda: proc.poll() is not None or _ready(kube, name, namespace), 600, interval=1,
                             what="Ready=True on Kubeflow %s/%s" % (namespace, name))
         except AssertionError:
             raise AssertionError("not Ready: %s\n%s" % (json.dumps((_kubeflow(kube, name, namespace) or {}).get(
                 "status"), indent=1), log_path.read_text(errors="replace")[-6000:])) from None
         assert proc.poll() is None, log_path.read_text(errors="replace")[-4000:]
-        objects = owned_objects(kube, name)
+        objects = snapshot(labelled_objects(kube, name))
+        if inspect:
+            inspect(kube)
         control_plane.kubectl("delete", "kubeflow", name, "-n", namespace, "--wait=false")
         wait_for(lambda: _kubeflow(kube, name, namespace) is None, 300, interval=1,
                  what="Kubeflow %s/%s gone after its uninstall finalizer" % (namespace, name))
@@ -170,29 +189,22 @@ def _converge_and_delete(control_plane, kube, cr, start):
         _stop(proc, log_path)
 
 
-def test_ansible_operator_converges_to_the_same_objects_as_the_python_operator(
-        ansible_operator, kubeflow_crd, control_plane, kube, tmp_path):
-    import ansible_runner_http  # noqa: F401  # pylint: disable=unused-import,import-outside-toplevel
-    namespace = "kfocp-sdk-" + uuid.uuid4().hex[:6]
-    team = "team-" + uuid.uuid4().hex[:6]
-    name = "kf-" + uuid.uuid4().hex[:6]
-    control_plane.kubectl("create", "namespace", namespace)
-    cr = {"apiVersion": "kfocp.io/v1alpha1", "kind": "Kubeflow", "metadata": {"name": name, "namespace": namespace},
-          "spec": _spec(team)}
-    venv_bin = os.path.dirname(sys.executable)
-
-    # ansible-operator, in a working directory laid out like its image: watches.yaml and collections/
+@pytest.fixture
+def sdk_workdir(tmp_path):
+    """ansible-operator's working directory, laid out like its image: the shipped watches.yaml, as
+    it is, and collections/."""
     workdir = tmp_path / "ansible-operator"
     workdir.mkdir()
-    watches = yaml.safe_load(WATCHES.read_text())
-    for role in SNAKE_CASE_GAPS:
-        watches[0]["vars"]["kfocp_%s_enabled" % role] = False
-    (workdir / "watches.yaml").write_text(yaml.safe_dump(watches))
+    shutil.copy(WATCHES, workdir / "watches.yaml")
     (workdir / "collections").symlink_to(COLLECTIONS)
-    probe = free_port()
+    return workdir
 
-    def start_ansible_operator():
-        log_path = tmp_path / "ansible-operator.log"
+
+def _ansible_operator_starter(ansible_operator, control_plane, workdir, namespace, log_path):
+    probe = free_port()
+    venv_bin = os.path.dirname(sys.executable)
+
+    def start():
         env = dict(os.environ, KUBECONFIG=str(control_plane.kubeconfig), WATCH_NAMESPACE=namespace,
                    ANSIBLE_COLLECTIONS_PATH=str(workdir / "collections"), ANSIBLE_NOCOLOR="1",
                    PATH=venv_bin + os.pathsep + os.environ.get("PATH", ""))
@@ -206,19 +218,52 @@ def test_ansible_operator_converges_to_the_same_objects_as_the_python_operator(
                 cwd=str(workdir), env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         return proc, log_path, lambda: _health(probe, "/readyz") == 200
 
+    return start
+
+
+def _reason_annotation(team, found):
+    def inspect(kube):
+        binding = kube.get(kube.resource("rbac.authorization.k8s.io/v1", "RoleBinding"), "kfocp-scc-nonroot-v2-trainer",
+                           team)
+        found.append(((binding or {}).get("metadata") or {}).get("annotations", {}).get("kfocp.io/scc-reason"))
+    return inspect
+
+
+def test_ansible_operator_converges_to_the_same_objects_as_the_python_operator(
+        ansible_operator, kubeflow_crd, control_plane, kube, tmp_path, sdk_workdir):
+    import ansible_runner_http  # noqa: F401  # pylint: disable=unused-import,import-outside-toplevel
+    namespace = "kfocp-sdk-" + uuid.uuid4().hex[:6]
+    team = "team-" + uuid.uuid4().hex[:6]
+    name = "kf-" + uuid.uuid4().hex[:6]
+    control_plane.kubectl("create", "namespace", namespace)
+    cr = {"apiVersion": "kfocp.io/v1alpha1", "kind": "Kubeflow", "metadata": {"name": name, "namespace": namespace},
+          "spec": _spec(name, team)}
+
+    started = time.monotonic()
+    sdk_reason = []
     with _fixed_ports_lock():
-        sdk_cr, sdk_objects = _converge_and_delete(control_plane, kube, cr, start_ansible_operator)
+        sdk_cr, sdk_objects = _converge_and_delete(
+            control_plane, kube, cr, _ansible_operator_starter(ansible_operator, control_plane, sdk_workdir, namespace,
+                                                               tmp_path / "ansible-operator.log"),
+            inspect=_reason_annotation(team, sdk_reason))
+    sdk_seconds = time.monotonic() - started
 
     # the status came from kfocp.kubeflow.cr_status at the end of site.yml (manageStatus: false)
     assert _condition(sdk_cr, "Ready")["reason"] == "Converged"
     assert _condition(sdk_cr, "Degraded")["status"] == "False"
     assert sdk_cr["status"]["observedGeneration"] == 1
-    assert sdk_cr["status"]["components"]["scc"] == {"state": "Ready"}
+    for role in ON:
+        assert sdk_cr["status"]["components"][role] == {"state": "Ready"}, role
     assert sdk_cr["status"]["openshift"] == {"version": "4.20", "operators": {}}
     assert "kfocp.io/uninstall" in sdk_cr["metadata"]["finalizers"]
-    # the grant of the spec was applied, as the CR's install (snake_case spec, kfocp_instance from watches.yaml)
-    binding = ("rbac.authorization.k8s.io/v1", "RoleBinding", team, "kfocp-scc-nonroot-v2-trainer")
-    assert sdk_objects.get(binding) == "scc", sorted(sdk_objects)
+    # markUnsafe: the Jinja expression of the spec is the grant's reason, as text (without it,
+    # Ansible would have run `id` in the operator and written its output)
+    assert sdk_reason == [JINJA]
+    binding = ("rbac.authorization.k8s.io", "RoleBinding", team, "kfocp-scc-nonroot-v2-trainer")
+    assert sdk_objects[binding]["metadata"]["labels"]["kfocp.io/set"] == "scc", sorted(sdk_objects)
+    # the nested keys arrived as written: each enabled role made its objects
+    sets = set((obj["metadata"].get("labels") or {}).get("kfocp.io/set") for obj in sdk_objects.values())
+    assert {"scc", "components", "namespace-policies"} <= sets, sets
     # the finalizer ran playbooks/uninstall.yml
     assert owned_objects(kube, name) == {}
 
@@ -237,8 +282,93 @@ def test_ansible_operator_converges_to_the_same_objects_as_the_python_operator(
                 cwd=str(ROOT / "operator"), env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         return proc, log_path, lambda: _health(port, "/readyz") == 200
 
-    py_cr, py_objects = _converge_and_delete(control_plane, kube, cr, start_python_operator)
+    started = time.monotonic()
+    py_reason = []
+    py_cr, py_objects = _converge_and_delete(control_plane, kube, cr, start_python_operator,
+                                             inspect=_reason_annotation(team, py_reason))
+    print("ansible-operator: %.0f s, kfocp's operator: %.0f s, %d objects (converge, read, uninstall)"
+          % (sdk_seconds, time.monotonic() - started, len(sdk_objects)))
     assert _condition(py_cr, "Ready")["status"] == "True"
-    assert sdk_objects == py_objects
+    assert py_reason == [JINJA]
+    differences = compare(sdk_objects, py_objects)
+    assert not differences, report(differences, names=("ansible-operator", "kfocp's operator"))
     assert owned_objects(kube, name) == {}
+    control_plane.kubectl("delete", "namespace", namespace, team, name + "-kubeflow", "--wait=false", check=False)
+
+
+def _deny_rolebindings(control_plane, team, name):
+    """An admission policy of the API server that refuses every RoleBinding in `team`: the scc
+    role's apply of its grant there fails after the pre-flight has passed."""
+    policy = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+              "metadata": {"name": name}, "spec": {
+                  "failurePolicy": "Fail",
+                  "matchConstraints": {
+                      "resourceRules": [{"apiGroups": ["rbac.authorization.k8s.io"], "apiVersions": ["v1"],
+                                         "operations": ["CREATE", "UPDATE"], "resources": ["rolebindings"]}],
+                      "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": team}}},
+                  "validations": [{"expression": "false", "message": "refused by the policy " + name}]}}
+    binding = {"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+               "metadata": {"name": name}, "spec": {"policyName": name, "validationActions": ["Deny"]}}
+    control_plane.kubectl("apply", "--server-side", "--field-manager=kfocp-test", "-f", "-",
+                          input=json.dumps({"apiVersion": "v1", "kind": "List", "items": [policy, binding]}))
+
+
+def test_a_failed_role_under_ansible_operator_shows_in_degraded(
+        ansible_operator, kubeflow_crd, control_plane, kube, tmp_path, sdk_workdir):
+    """manageStatus: false, so ansible-operator writes no status: site.yml reports the failed task
+    and its message as kfocp's operator does (Degraded True, Ready False, reason PlaybookFailed,
+    "<role> : <task>: <message>"), and Ready again once the cause is gone."""
+    import ansible_runner_http  # noqa: F401  # pylint: disable=unused-import,import-outside-toplevel
+    namespace = "kfocp-sdk-" + uuid.uuid4().hex[:6]
+    team = "team-" + uuid.uuid4().hex[:6]
+    name = "kf-" + uuid.uuid4().hex[:6]
+    policy = "kfocp-test-deny-" + name
+    control_plane.kubectl("create", "namespace", namespace)
+    control_plane.kubectl("create", "namespace", team)
+    _deny_rolebindings(control_plane, team, policy)
+    # the policy is in force once it refuses a RoleBinding of the test's own
+    probe = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+             "metadata": {"name": "probe", "namespace": team},
+             "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
+             "subjects": [{"kind": "ServiceAccount", "name": "default", "namespace": team}]}
+    wait_for(lambda: control_plane.kubectl("create", "--dry-run=server", "-f", "-", input=json.dumps(probe),
+                                           check=False).returncode != 0, 30, interval=0.5, what="the policy in force")
+    cr = {"apiVersion": "kfocp.io/v1alpha1", "kind": "Kubeflow", "metadata": {"name": name, "namespace": namespace},
+          "spec": _spec(name, team, on=("scc",))}
+    start = _ansible_operator_starter(ansible_operator, control_plane, sdk_workdir, namespace,
+                                      tmp_path / "ansible-operator.log")
+
+    def degraded():
+        found = _kubeflow(kube, name, namespace)
+        return found if _condition(found, "Degraded").get("status") == "True" else None
+
+    with _fixed_ports_lock():
+        proc, log_path, ready = start()
+        try:
+            wait_for(lambda: proc.poll() is not None or ready(), 120, interval=0.5, what="the operator to be ready")
+            control_plane.kubectl("create", "-f", "-", input=json.dumps(cr))
+            try:
+                failed = wait_for(degraded, 300, interval=1, what="Degraded=True on Kubeflow %s/%s" % (namespace, name))
+            except AssertionError:
+                raise AssertionError("not Degraded: %s\n%s" % (json.dumps((_kubeflow(kube, name, namespace) or {}).get(
+                    "status"), indent=1), log_path.read_text(errors="replace")[-6000:])) from None
+            message = _condition(failed, "Degraded")["message"]
+            assert _condition(failed, "Degraded")["reason"] == "PlaybookFailed"
+            assert message.startswith("scc : "), message
+            assert "refused by the policy " + policy in message, message
+            assert _condition(failed, "Ready") == dict(_condition(failed, "Ready"), status="False",
+                                                       reason="PlaybookFailed", message=message)
+            assert failed["status"]["components"]["scc"] == {"state": "Failed", "message": message}
+            assert failed["status"]["observedGeneration"] == 1
+            # the cause gone, ansible-operator's retry of the failed run converges
+            control_plane.kubectl("delete", "validatingadmissionpolicybinding,validatingadmissionpolicy", policy)
+            wait_for(lambda: _ready(kube, name, namespace), 600, interval=1, what="Ready=True after the policy is gone")
+            assert _condition(_kubeflow(kube, name, namespace), "Degraded")["status"] == "False"
+            control_plane.kubectl("delete", "kubeflow", name, "-n", namespace, "--wait=false")
+            wait_for(lambda: _kubeflow(kube, name, namespace) is None, 300, interval=1,
+                     what="Kubeflow %s/%s gone after its uninstall finalizer" % (namespace, name))
+        finally:
+            _stop(proc, log_path)
+            control_plane.kubectl("delete", "validatingadmissionpolicybinding,validatingadmissionpolicy", policy,
+                                  "--ignore-not-found", check=False)
     control_plane.kubectl("delete", "namespace", namespace, team, "--wait=false", check=False)

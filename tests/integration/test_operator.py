@@ -4,6 +4,7 @@ through the fast path, a second CR is refused, a bad spec is rejected or reporte
 the CR removes everything the operator created."""
 import json
 import os
+import subprocess
 import sys
 import uuid
 
@@ -157,18 +158,92 @@ def test_a_new_user_gets_a_profile_and_its_policies(platform, kube, control_plan
 
 
 def test_a_second_kubeflow_is_refused(platform, kube, control_plane):
-    control_plane.kubectl("create", "namespace", "kfocp-other", check=False)
-    cr = {"apiVersion": "kfocp.io/v1alpha1", "kind": "Kubeflow", "metadata": {"name": "second", "namespace": "kfocp-other"},
+    cr = {"apiVersion": "kfocp.io/v1alpha1", "kind": "Kubeflow", "metadata": {"name": "second", "namespace": NS},
           "spec": {}}
     control_plane.kubectl("create", "-f", "-", input=json.dumps(cr))
     res = _res(kube, "kfocp.io/v1alpha1", "Kubeflow")
-    second = wait_for(lambda: _condition(kube.get(res, "second", "kfocp-other"), "Ready").get("reason") == "Refused"
-                      and kube.get(res, "second", "kfocp-other"), 60, what="the second CR refused")
+    second = wait_for(lambda: _condition(kube.get(res, "second", NS), "Ready").get("reason") == "Refused"
+                      and kube.get(res, "second", NS), 60, what="the second CR refused")
     message = _condition(second, "Degraded")["message"]
     assert "only one Kubeflow per cluster" in message and platform["name"] in message
     assert "kfocp.io/uninstall" not in (second["metadata"].get("finalizers") or [])
     assert not (second.get("status") or {}).get("lastRun"), "the refused CR was acted on"
-    control_plane.kubectl("delete", "kubeflow", "second", "-n", "kfocp-other", "--wait=true", "--timeout=30s")
+    control_plane.kubectl("delete", "kubeflow", "second", "-n", NS, "--wait=true", "--timeout=30s")
+
+
+# What OLM makes for every owned CRD of a CSV, whatever its install mode (operator-lifecycle-manager
+# v0.46.0 pkg/controller/operators/olm/operatorgroup.go, ensureClusterRolesForCSV and
+# ensureProvidedAPIClusterRole): ClusterRoles <crd>-<version>-admin/-edit/-view, aggregated into
+# the built-in admin, edit and view roles by their rbac.authorization.k8s.io/aggregate-to-<suffix> label.
+OLM_VERBS = {"admin": ["*"], "edit": ["create", "update", "patch", "delete"], "view": ["get", "list", "watch"]}
+
+
+def _olm_provided_api_roles():
+    return [{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+             "metadata": {"name": "kubeflows.kfocp.io-v1alpha1-" + suffix,
+                          "labels": {"rbac.authorization.k8s.io/aggregate-to-" + suffix: "true"}},
+             "rules": [{"apiGroups": ["kfocp.io"], "resources": ["kubeflows"], "verbs": verbs}]}
+            for suffix, verbs in OLM_VERBS.items()]
+
+
+def test_a_project_editors_kubeflow_changes_nothing_and_says_why(platform, kube, control_plane, tmp_path):
+    """A user bound to the edit role in their own project can create a Kubeflow there (OLM's
+    aggregated roles). The operator acts on nothing outside its own namespace: that resource, named
+    like the platform's and asking for the privileged SCC, gets no finalizer and no run, grants
+    nothing, leaves the platform's resource alone, and its status says why."""
+    project = platform["name"] + "-project"
+    user = "editor-" + platform["name"]
+    roles = {"apiVersion": "v1", "kind": "List", "items": _olm_provided_api_roles()}
+    control_plane.kubectl("apply", "--server-side", "--field-manager=kfocp-test", "-f", "-", input=json.dumps(roles))
+    control_plane.kubectl("create", "namespace", project)
+    control_plane.kubectl("create", "rolebinding", "editor", "--clusterrole=edit", "--user=" + user, "-n", project)
+    editor = str(control_plane.write_kubeconfig(tmp_path / "editor.kubeconfig", user))
+    kubectl = control_plane.state()["bins"]["kubectl"]
+
+    def as_editor(*args, stdin=None):
+        return subprocess.run([kubectl, "--kubeconfig", editor] + list(args), capture_output=True, text=True,
+                              input=stdin, check=False)
+
+    try:
+        wait_for(lambda: as_editor("auth", "can-i", "create", "kubeflows.kfocp.io", "-n", project).stdout.strip()
+                 == "yes", 60, interval=0.5, what="the edit role to aggregate OLM's role for Kubeflows")
+        assert as_editor("auth", "can-i", "create", "kubeflows.kfocp.io", "-n", NS).stdout.strip() == "no"
+        before = _kubeflow(kube, platform["name"])
+        cr = {"apiVersion": "kfocp.io/v1alpha1", "kind": "Kubeflow",
+              "metadata": {"name": platform["name"], "namespace": project},
+              "spec": dict(_other_roles_off(), sccGrantsDefault=[], sccGrantsExtra=[
+                  {"namespace": project, "serviceaccount": "default", "scc": "privileged", "reason": "mine"}])}
+        created = as_editor("create", "-f", "-", stdin=json.dumps(cr))
+        assert created.returncode == 0, created.stderr
+        res = _res(kube, "kfocp.io/v1alpha1", "Kubeflow")
+
+        def refused():
+            found = kube.get(res, platform["name"], project)
+            return found if _condition(found, "Degraded").get("reason") == "OutsideOperatorNamespace" else None
+
+        found = wait_for(refused, 60, interval=0.5, what="the project's Kubeflow refused")
+        message = _condition(found, "Degraded")["message"]
+        assert "only a Kubeflow in the operator's namespace %s is acted on" % NS in message, message
+        assert "nothing was changed" in message
+        assert _condition(found, "Ready")["status"] == "False" and _condition(found, "Ready")["reason"] == "Refused"
+        assert found["status"]["observedGeneration"] == 1
+        assert "kfocp.io/uninstall" not in (found["metadata"].get("finalizers") or [])
+        assert not found["status"].get("lastRun"), "the project's Kubeflow was acted on"
+        # nothing granted, nothing made in the project
+        assert _rolebinding(kube, project, "kfocp-scc-privileged-default") is None
+        assert kube.list(_res(kube, "rbac.authorization.k8s.io/v1", "RoleBinding"), namespace=project,
+                         label_selector="kfocp.io/instance") == []
+        # the platform's resource is as it was
+        after = _kubeflow(kube, platform["name"])
+        assert after["metadata"]["generation"] == before["metadata"]["generation"]
+        assert after["spec"] == before["spec"] and "kfocp.io/uninstall" in after["metadata"]["finalizers"]
+        # its owner deletes it at once: no finalizer holds it
+        deleted = as_editor("delete", "kubeflow", platform["name"], "-n", project, "--wait=true", "--timeout=30s")
+        assert deleted.returncode == 0, deleted.stderr
+    finally:
+        control_plane.kubectl("delete", "namespace", project, "--wait=false", check=False)
+        control_plane.kubectl("delete", "clusterrole", *[r["metadata"]["name"] for r in roles["items"]],
+                              "--ignore-not-found", check=False)
 
 
 def test_a_bad_spec_is_rejected_by_the_schema(platform, control_plane):
