@@ -1,8 +1,10 @@
 """Table tests of the ingress auth builder."""
 import base64
 import os
+import re
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -246,3 +248,29 @@ def test_the_cookie_secret_is_checked_as_oauth_proxy_checks_it(tmp_path):
                             dict(SECRETS, cookie_secret=secret), LUA)
     # the role generates 32 letters and digits: a 24-byte key
     assert sizes[0] == 24
+
+
+# openshift/oauth-proxy at 2b9ee007290b0e1cb85737f3b37075343f9f4857: main.go l.79 defines
+# --openshift-delegate-urls; providers/openshift/provider.go l.357 builds the authenticator only
+# `if len(p.paths) > 0` (the delegate paths), and ValidateRequest (l.420-424) returns no session
+# without one; oauthproxy.go l.794-803 then answers 403 (or the login redirect). Without that flag no
+# bearer token is authenticated.
+DELEGATE_FLAG = "--openshift-delegate-urls"
+TOKEN_IDENTITY = re.compile(r"(?i)bearer token.{0,40}(x-forwarded-user|`User` is|of any name)")
+
+
+def test_oauth_proxy_authenticates_no_bearer_token_and_nothing_claims_it_does():
+    gateway = mesh.gateway_info({})
+    args = auth.proxy_args({"host": "a.b"}, gateway)
+    assert not [a for a in args if a.split("=", 1)[0] == DELEGATE_FLAG]
+    with pytest.raises(DefinitionError, match="auth_extra_args: --openshift-delegate-urls would let bearer tokens in"):
+        auth.objects({"host": "a.b", "extra_args": ['%s={"/":{"resource":"pods"}}' % DELEGATE_FLAG]}, gateway,
+                     SECRETS, LUA)
+    root = Path(__file__).resolve().parents[2]
+    register = (root / "docs" / "contracts.md").read_text()
+    oauth_proxy = register.split("## oauth-proxy", 1)[1].split("\n## ", 1)[0]
+    for where, text in (("roles/auth/files/userid.lua", (root / "roles" / "auth" / "files" / "userid.lua").read_text()),
+                        ("roles/auth/README.md", (root / "roles" / "auth" / "README.md").read_text()),
+                        ("docs/contracts.md (oauth-proxy)", oauth_proxy)):
+        claims = [line for line in text.splitlines() if TOKEN_IDENTITY.search(line)]
+        assert claims == [], "%s describes a token identity oauth-proxy never establishes" % where

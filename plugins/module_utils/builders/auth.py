@@ -52,6 +52,9 @@ SECRET_KEYS = ("client_secret", "cookie_secret")
 # under which a request reaches the upstream with the X-Forwarded-User/-Email the client sent:
 # paths let through without authentication, an htpasswd login (its session has no e-mail, so the
 # client's X-Forwarded-Email stays), and switching the user headers off.
+# The flag that makes oauth-proxy authenticate bearer tokens and client certificates, authorised by
+# its own per-path access records (providers/openshift/provider.go: no authenticator without it).
+DELEGATE_FLAG = "--openshift-delegate-urls"
 IDENTITY_FLAGS = ("--skip-auth-regex", "--bypass-auth-for", "--bypass-auth-except-for", "--skip-auth-preflight",
                   "--htpasswd-file", "--pass-user-headers", "--pass-basic-auth")
 
@@ -100,6 +103,10 @@ def normalise(settings, field="auth"):
             field + "_extra_args", "must be a list of --flag=value strings", "Give oauth-proxy flags, e.g. --cookie-expire=8h")
     for arg in s["extra_args"]:
         flag = arg.split("=", 1)[0]
+        require(flag != DELEGATE_FLAG, field + "_extra_args",
+                "%s would let bearer tokens in, authorised by its own access record rather than auth_sar" % flag,
+                "Leave it out: users log in through the browser; programs use the components' Services in the "
+                "cluster with a ServiceAccount token (roles/auth/README.md, API clients)")
         require(flag not in IDENTITY_FLAGS, field + "_extra_args",
                 "%s would let a request reach the gateway with identity headers the client chose" % flag,
                 "Leave it out: the gateway trusts x-forwarded-user and x-forwarded-email, which oauth-proxy "

@@ -1,9 +1,9 @@
 -- Kubeflow reads the user's identity from the kubeflow-userid header, and profiles are owned by
 -- OpenShift user names. Only oauth-proxy may establish it: drop whatever the client sent, then
--- derive it from the two headers the proxy writes (openshift/oauth-proxy, oauthproxy.go):
---   browser session: x-forwarded-user = the name before its first "@", x-forwarded-email = the
---     name, with "@cluster.local" appended when the name holds no "@";
---   bearer token: x-forwarded-user = the name, x-forwarded-email = the name .. "@cluster.local".
+-- derive it from the two headers the proxy writes for a browser session (openshift/oauth-proxy,
+-- oauthproxy.go): x-forwarded-user = the name before its first "@", x-forwarded-email = the name,
+-- with "@cluster.local" appended when the name holds no "@". (The proxy authenticates no bearer
+-- token: kfocp does not give it --openshift-delegate-urls.)
 -- So the name is x-forwarded-user when the e-mail is that plus "@cluster.local", and otherwise
 -- the e-mail itself when it starts with x-forwarded-user .. "@". Any other pair is not what the
 -- proxy sends, and gets no kubeflow-userid. x-forwarded-user alone is not the name: it cuts
