@@ -4,10 +4,11 @@ of a namespace, an OpenShift User or Group appearing or changing, or an object b
 
 A playbook run costs seconds, so new namespaces and Users do not wait for one: the operator
 calls the same builders the roles use (builders/namespace_policies.py, builders/profiles.py)
-and the same apply engine, with the same instance and sets as the roles, so a later playbook run
+with the same settings (each role's contract, module_utils/settings.py: defaults and derived
+settings in one place) and the same apply engine, with the same instance and sets as the roles, so
+a later playbook run
 finds the objects already as it wants them. Events that arrive together are applied as one batch.
 """
-import copy
 import hashlib
 import json
 import logging
@@ -15,10 +16,8 @@ import sys
 import threading
 import time
 
-import yaml
-
+from ansible_collections.kfocp.kubeflow.plugins.module_utils import settings as role_settings
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import KubeError
-from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.mesh import service_mesh_settings
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.engine import ApplyError, Engine
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import scc
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.namespace_policies import WHITELIST
@@ -27,7 +26,6 @@ from ansible_collections.kfocp.kubeflow.plugins.module_utils.objects import (
 
 from kfocp_operator import memory
 from kfocp_operator.kube import GROUPS, NAMESPACES, USERS, Informer
-from kfocp_operator.spec import _templated
 
 LOG = logging.getLogger("kfocp.operator.fastpath")
 POLICIES_SET = "namespace-policies"
@@ -40,25 +38,13 @@ BATCH_WINDOW = 0.05
 BATCH_NAMESPACES = 100
 
 
-def role_settings(collection_root, role, variables, instance):
-    """A role's variables for its builder: the role's plain defaults, overlaid with the run's
-    variables (CR spec > ConfigMap > environment)."""
-    path = collection_root / "roles" / role / "defaults" / "main.yml"
-    defaults = (yaml.safe_load(path.read_text()) or {}) if path.exists() else {}
-    settings = dict((k, v) for k, v in defaults.items() if not _templated(v))
-    prefix = role + "_"
-    settings.update((k, copy.deepcopy(v)) for k, v in variables.items() if k.startswith(prefix))
-    settings["kfocp_instance"] = instance
-    return settings
-
-
-def policy_settings(collection_root, variables, instance):
-    """The namespace_policies builder's settings, as the role's vars/main.yml passes them: the
-    role's variables, and the service_mesh role's variables that decide mesh membership."""
-    settings = role_settings(collection_root, "namespace_policies", variables, instance)
-    settings["namespace_policies_service_mesh"] = service_mesh_settings(
-        role_settings(collection_root, "service_mesh", variables, instance))
-    return settings
+def tenancy_settings(variables, instance):
+    """The settings of the tenancy roles' builders for a run's variables (CR spec > ConfigMap >
+    environment), as the playbook's roles get them: each role's contract (module_utils/settings.py)
+    on the variables as site.yml's roles see them (the service_mesh role's gateway with them).
+    Returns {role: settings}; raises DefinitionError for settings no builder can use."""
+    variables = role_settings.site_facts(dict(variables, kfocp_instance=instance))
+    return dict((role, role_settings.resolve(role, variables)) for role in ("namespace_policies", "profiles", "scc"))
 
 
 def _intern(value):
@@ -199,13 +185,6 @@ def outside_edit(old, new):
     return old is None or _others(old) != _others(new)
 
 
-def scc_grants(settings):
-    """The scc role's grants from its settings (scc_grants, else its two lists, as its defaults say)."""
-    if isinstance(settings.get("scc_grants"), list):
-        return settings["scc_grants"]
-    return list(settings.get("scc_grants_default") or []) + list(settings.get("scc_grants_extra") or [])
-
-
 class FastPath:
     """Watches namespaces, Users, Groups and kfocp's own objects, and applies, for the active
     Kubeflow: the policies of a new profile namespace, the tolerations whitelist of any other new
@@ -245,10 +224,9 @@ class FastPath:
         if self.builders is None:
             return
         policies, _profiles = self.builders
-        ns_settings = policy_settings(self.root, variables, instance)
-        pr_settings = role_settings(self.root, "profiles", variables, instance)
-        scc_settings = role_settings(self.root, "scc", variables, instance)
         try:
+            settings = tenancy_settings(variables, instance)
+            ns_settings, pr_settings, scc_settings = settings["namespace_policies"], settings["profiles"], settings["scc"]
             policies.Settings(ns_settings).check()
         except DefinitionError as err:
             LOG.error("fast path for %s paused: %s", instance, err)
@@ -512,7 +490,7 @@ class FastPath:
                 objs += namespace_policies.objects_for_namespace(namespace, policies)
             else:
                 objs += namespace_policies.whitelist_for_namespace(namespace, policies)
-        if (policies.get("namespace_policies_state") or "present") == "present" and objs:
+        if policies["namespace_policies_state"] == "present" and objs:
             result = self._apply("namespace-policies", instance, POLICIES_SET, objs)
             ok = result is not None
             if result is not None:
@@ -520,7 +498,7 @@ class FastPath:
                 LOG.info("policies of %d namespace(s) applied: %d created, %d updated, %d unchanged (%s)",
                          len(namespaces), counts["created"], counts["updated"], counts["unchanged"],
                          ", ".join("%s %.3fs" % stage for stage in sorted(result.timing.items())))
-        if members and (profiles.get("profiles_state") or "present") == "present":
+        if members and profiles["profiles_state"] == "present":
             names = set(ns["metadata"]["name"] for ns in members)
             objs = self._profile_objects(profile_builder, profiles)
             if objs is None:
@@ -544,14 +522,14 @@ class FastPath:
 
     def _apply_profiles(self, instance, settings):
         """True when the Profiles and access of every User and Group were applied (or need none)."""
-        if (settings.get("profiles_state") or "present") != "present":
+        if settings["profiles_state"] != "present":
             return True
         objs = self._profile_objects(self.builders[1], settings)
         if objs is None:
             return False
         ok = True
         profiles = [o for o in objs if o["kind"] == "Profile"]
-        if profiles and settings.get("profiles_auto_from_users"):
+        if profiles and settings["profiles_auto_from_users"]:
             result = self._apply("profiles", instance, PROFILES_SET, profiles)
             ok = result is not None
             if result is not None and result.changed:
@@ -563,10 +541,10 @@ class FastPath:
 
     def _apply_scc(self, instance, settings):
         """Put the SCC grants back as the scc role makes them (RoleBindings of live namespaces only)."""
-        if (settings.get("scc_state") or "present") != "present":
+        if settings["scc_state"] != "present":
             return True
         try:
-            objs = scc.rolebindings(scc_grants(settings), settings.get("scc_allowed") or scc.KNOWN_SCCS)
+            objs = scc.rolebindings(settings["scc_grants"], settings["scc_allowed"])
         except DefinitionError as err:
             LOG.error("scc: %s", err)
             return True  # the playbook run reports it

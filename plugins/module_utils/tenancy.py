@@ -18,6 +18,7 @@ import time
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import namespace_policies, pod_security, profiles
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import UnknownKind
 from ansible_collections.kfocp.kubeflow.plugins.module_utils import objects as o
+from ansible_collections.kfocp.kubeflow.plugins.module_utils import settings as role_settings
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.objects import DefinitionError
 
 USER_API = "user.openshift.io/v1"
@@ -59,6 +60,7 @@ def build_profiles(client, settings, prune=False, memo=None, **_):
     them is taken (`skipped`, reported: the run goes on for everyone else). Names are checked
     against the live namespaces and their owners before anything is written. `memo`, when given,
     keeps the plan and the namespaces read for build_profiles_access in the same module run."""
+    settings = role_settings.resolve("profiles", settings)
     users, groups, live_profiles = _profile_inputs(client, settings)
     skipped = []
     namespaces = _namespaces(client)
@@ -82,6 +84,7 @@ def build_profiles_access(client, settings, wait=0, check_mode=False, memo=None,
     seconds for the profile controller to create the new ones; `pending` names those it has not
     created yet. The plan and namespaces that build_profiles kept in `memo` are used when the
     Profiles it applied changed nothing since (the module run then reads nothing twice)."""
+    settings = role_settings.resolve("profiles", settings)
     reused = (memo or {}).pop(MEMO, None)
     if reused:
         desired, namespaces = reused
@@ -115,6 +118,7 @@ def _profile_namespace(namespace):
 
 def build_namespace_policies(client, settings, **_):
     """The policies of every profile namespace, and the GPU whitelist of the other namespaces."""
+    settings = role_settings.resolve("namespace_policies", settings)
     namespaces = live(client, "v1", "Namespace")
     accounts = None
     if settings.get("namespace_policies_data_lake"):

@@ -251,9 +251,9 @@ def test_mesh_mode_names_the_service_mesh_variable_that_is_wrong():
 def test_the_role_passes_exactly_the_membership_settings():
     from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import mesh
     role_vars = yaml.safe_load((ROOT / "roles/namespace_policies/vars/main.yml").read_text())
-    passed = role_vars["__namespace_policies_settings"]["namespace_policies_service_mesh"]
-    assert tuple(passed) == mesh.MEMBERSHIP_KEYS
-    assert all(value == "{{ service_mesh_%s | default(none) }}" % key for key, value in passed.items())
+    passed = dict((k, v) for k, v in role_vars["__namespace_policies_settings"].items() if k.startswith("service_mesh_"))
+    assert tuple(passed) == tuple("service_mesh_" + key for key in mesh.MEMBERSHIP_KEYS)
+    assert all(value == "{{ %s | default(none) }}" % key for key, value in passed.items())
 
 
 @pytest.mark.parametrize("text, parsed", [

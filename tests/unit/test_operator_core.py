@@ -426,9 +426,9 @@ def test_a_playbook_run_is_told_where_the_credentials_are_never_given_them():
 def test_fast_path_joins_the_mesh_the_way_the_role_does(variables, labels, members):
     """The fast path's settings carry the service_mesh variables, as the role's vars do."""
     from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import namespace_policies
-    from kfocp_operator.fastpath import policy_settings
+    from kfocp_operator.fastpath import tenancy_settings
     ns = {"metadata": {"name": "team-a", "labels": {"app.kubernetes.io/part-of": "kubeflow-profile"}}}
-    objs = namespace_policies.objects_for_namespace(ns, policy_settings(ROOT, variables, "kf"))
+    objs = namespace_policies.objects_for_namespace(ns, tenancy_settings(variables, "kf")["namespace_policies"])
     patch = [o for o in objs if o["kind"] == "Namespace"][0]
     pod_security = ("pod-security.kubernetes.io/", "security.openshift.io/scc.podSecurityLabelSync")
     assert patch["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "baseline"  # the role's default

@@ -272,7 +272,8 @@ def test_contributors_are_admitted_from_the_principals_kfam_is_given(flavour):
     info = mesh.gateway_info(settings)
     play = {"service_mesh_gateway_info": info, "components_namespace": "kf"}
     env = _role_defaults("components", play)["components_profile_principals"]
-    settings = dict(_role_defaults("profiles", play), profiles_userid_header="kubeflow-userid", profiles_userid_prefix="")
+    from ansible_collections.kfocp.kubeflow.plugins.module_utils import settings as role_settings
+    settings = role_settings.resolve("profiles", dict(_role_defaults("profiles", play), **play))
     ours = by_kind(profiles._user_access("team-a", "bob@example.com", "edit", settings),  # pylint: disable=protected-access
                    "AuthorizationPolicy")
     kfam = by_kind(standins.kfam_contributor_objects("team-a", "bob@example.com", "edit", env), "AuthorizationPolicy")

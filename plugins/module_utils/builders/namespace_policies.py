@@ -24,9 +24,13 @@ import json
 import re
 
 from ansible_collections.kfocp.kubeflow.plugins.module_utils import objects as o
-from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import mesh, pod_security, scc, serverless
+from ansible_collections.kfocp.kubeflow.plugins.module_utils import settings as role_settings
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import mesh, pod_security, scc
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.common import (
     dns_label, dns_subdomain, label_selector, labels, plain, qualified_name, quantity, require)
+
+# The role's defaults are its contract's (module_utils/settings.py): this is that mapping, not a copy.
+DEFAULTS = role_settings.DEFAULTS["namespace_policies"]
 
 DEFAULT_TOLERATIONS = "scheduler.alpha.kubernetes.io/defaultTolerations"
 WHITELIST = "scheduler.alpha.kubernetes.io/tolerationsWhitelist"
@@ -38,45 +42,9 @@ KNATIVE_SYSTEM_LABEL = "serving.knative.openshift.io/system-namespace"
 MEMBERS_ANNOTATION = "kfocp.io/mesh-members"
 _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 
-# The role defaults (roles/namespace_policies/defaults/main.yml hold the same values): a caller
-# that gives only some settings gets these for the rest.
-DEFAULTS = {
-    "namespace_policies_selector": {"app.kubernetes.io/part-of": "kubeflow-profile"},
-    "namespace_policies_prune_max_share": 0.5,
-    "namespace_policies_mesh_mode": "mesh",
-    "namespace_policies_mesh_name": "data-science-smcp",
-    "namespace_policies_mesh_namespace": "istio-system",
-    "namespace_policies_tolerations_mode": "annotation",
-    "namespace_policies_gpu_tolerations": [{"key": "workload", "operator": "Equal", "value": "ai-ml",
-                                            "effect": "NoSchedule"}],
-    "namespace_policies_whitelist_others": True,
-    "namespace_policies_others_whitelist": [{"key": "node.kubernetes.io/" + k, "operator": "Exists"} for k in (
-        "not-ready", "unreachable", "memory-pressure", "disk-pressure", "pid-pressure", "network-unavailable",
-        "unschedulable")],
-    "namespace_policies_whitelist_namespaces": ["*"],
-    "namespace_policies_whitelist_exclude": ["default", "openshift", "openshift-*", "kube-*"],
-    "namespace_policies_gpu_operator_namespace": "nvidia-gpu-operator",
-    "namespace_policies_pod_security": "baseline",
-    "namespace_policies_limitrange": {"default": {"cpu": "1", "memory": "2Gi"},
-                                      "defaultRequest": {"cpu": "100m", "memory": "256Mi"}},
-    "namespace_policies_scc": "",
-    "namespace_policies_scc_serviceaccounts": ["default-editor"],
-    "namespace_policies_serverless": False,
-    "namespace_policies_serverless_principals": serverless.data_path_principals(),
-    "namespace_policies_serverless_workloads": [
-        {"name": "kserve-predictor", "match_labels": {"component": "predictor"}},
-        {"name": "kserve-transformer", "match_labels": {"component": "transformer"}},
-        {"name": "kserve-explainer", "match_labels": {"component": "explainer"}}],
-    "namespace_policies_data_lake": False,
-    "namespace_policies_data_lake_serviceaccount": "default-editor",
-    "namespace_policies_data_lake_annotation": "eks.amazonaws.com/role-arn",
-    "namespace_policies_data_lake_role_template": "",
-    "namespace_policies_data_lake_roles": {},
-}
-
-
 class Settings(object):
-    """The role's variables, checked once, with defaults for the missing ones."""
+    """The role's variables, checked once; a missing one is what the role's contract gives
+    (module_utils/settings.py)."""
 
     def __init__(self, settings):
         require(isinstance(settings, dict), "settings", "must be a mapping of namespace_policies_* variables",
@@ -86,7 +54,7 @@ class Settings(object):
 
     def __getitem__(self, key):
         value = self.raw.get(key)
-        return copy.deepcopy(DEFAULTS[key]) if value is None else value
+        return role_settings.setting("namespace_policies", self.raw, key) if value is None else value
 
     def check(self):
         """Raise DefinitionError, naming the variable, for anything that would make a bad object."""
@@ -100,8 +68,8 @@ class Settings(object):
             require(self[key] in allowed, key, "%r is not one of %s" % (self[key], ", ".join(allowed)),
                     "Use one of %s" % ", ".join(allowed))
         if self["namespace_policies_mesh_mode"] == "mesh":
-            # the service_mesh role's settings (mesh.MEMBERSHIP_KEYS), as the role's vars pass them
-            self.mesh = mesh.normalise(self.raw.get("namespace_policies_service_mesh") or {})
+            # the service_mesh role's settings (mesh.MEMBERSHIP_KEYS)
+            self.mesh = mesh.normalise(self["namespace_policies_service_mesh"])
         # checked in every mode (the ones that do not use them too): a wrong value is wrong input
         if self["namespace_policies_mesh_mode"] not in ("mesh", "none") or self["namespace_policies_mesh_name"]:
             dns_subdomain(self["namespace_policies_mesh_name"], "namespace_policies_mesh_name")

@@ -24,8 +24,13 @@ import hashlib
 import re
 
 from ansible_collections.kfocp.kubeflow.plugins.module_utils import objects as o
+from ansible_collections.kfocp.kubeflow.plugins.module_utils import settings as role_settings
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.common import group_name, quantity, require, role_binding
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.common import qualified_name
+
+# The role's defaults are its contract's (module_utils/settings.py): this is that mapping, not a copy.
+DEFAULTS = role_settings.DEFAULTS["profiles"]
+RESERVED = role_settings.RESERVED
 
 PROFILE_API = "kubeflow.org/v1"
 AUTHZ_API = "security.istio.io/v1"
@@ -34,34 +39,15 @@ ROLES = {"admin": "kubeflow-admin", "edit": "kubeflow-edit", "view": "kubeflow-v
 CONTRIBUTOR_ROLES = ("edit", "view")
 SOURCE = "kfocp.io/profile-source"
 USER_ANNOTATION = "kfocp.io/user"
-# Names no profile takes, declared, automatic or self-service: system and platform namespaces
-# (OpenShift's, the mesh's, Kubeflow's, the operators' and kfocp's own).
-RESERVED = ("default", "kube-*", "openshift*", "kubeflow", "kubeflow-*", "istio-*", "knative-*", "kfocp-*",
-            "cert-manager", "oauth2-proxy", "auth", "nvidia-gpu-operator")
 _PREFIX = re.compile(r"^([a-z0-9][-a-z0-9]{0,29})?$")
 _NOT_NAME = re.compile(r"[^a-z0-9-]+")
 _NOT_BINDING = re.compile(r"[^a-z0-9]+")
 
-DEFAULTS = {
-    "profiles_list": [],
-    "profiles_quota_default": {},
-    "profiles_auto_from_users": False,
-    "profiles_auto_provider": "",
-    "profiles_auto_exclude": [],
-    "profiles_reserved_names": list(RESERVED),
-    "profiles_name_prefix": "",
-    "profiles_self_service_prefix": "",
-    "profiles_group_owner_role": "edit",
-    "profiles_userid_header": "kubeflow-userid",
-    "profiles_userid_prefix": "",
-    "profiles_authz_principals": [],
-    "kfocp_instance": "kfocp",
-}
-
 
 def _setting(settings, key):
+    """A setting, or when it is not given, what the role's contract gives (module_utils/settings.py)."""
     value = settings.get(key)
-    return DEFAULTS[key] if value is None else value
+    return role_settings.setting("profiles", settings, key) if value is None else value
 
 
 # ------------------------------------------------------------------ names

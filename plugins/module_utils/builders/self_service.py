@@ -28,20 +28,14 @@ __metaclass__ = type
 import re
 
 from ansible_collections.kfocp.kubeflow.plugins.module_utils import objects as o
-from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import profiles
+from ansible_collections.kfocp.kubeflow.plugins.module_utils import settings as role_settings
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.common import dns_label, group_name, quantity, require
+
+# The role's defaults are its contract's (module_utils/settings.py): this is that mapping, not a copy.
+DEFAULTS = role_settings.DEFAULTS["profile_self_service"]
 
 NAME = "kfocp-profile-creator"
 POLICY = "kfocp-profile-owner"
-DEFAULTS = {
-    "profile_self_service_group": "kubeflow-profile-creators",
-    "profile_self_service_admin_groups": ["system:masters", "system:cluster-admins"],
-    "profile_self_service_max_quota": {"cpu": "8", "memory": "32Gi", "requests.nvidia.com/gpu": "1",
-                                       "persistentvolumeclaims": "10", "requests.storage": "100Gi"},
-    "profile_self_service_name_prefix": "my-",
-    "profile_self_service_params_namespace": "kfocp-self-service",
-    "profiles_reserved_names": list(profiles.RESERVED),
-}
 # The labels and annotations that mark kfocp's objects: a member's profile carries none of them.
 _KFOCP_KEYS = ("k.startsWith('kfocp.io/') || k.contains('.kfocp.io/') || "
                "k == 'app.kubernetes.io/managed-by' || k == 'app.kubernetes.io/part-of'")
@@ -64,8 +58,9 @@ def _cel_map(values):
 
 
 def _setting(settings, key):
+    """A setting, or when it is not given, what the role's contract gives (module_utils/settings.py)."""
     value = settings.get(key)
-    return DEFAULTS[key] if value is None else value
+    return role_settings.setting("profile_self_service", settings, key) if value is None else value
 
 
 def max_quota(value):
