@@ -126,8 +126,8 @@ def test_awx_inventory_sets_no_kubeconfig_and_configure_playbook_parses():
 def test_ansible_builder_creates_the_build_context(tmp_path):
     for name in ("execution-environment.yml", "requirements.txt", "bindep.txt"):
         shutil.copy(ROOT / name, tmp_path / name)
-    (tmp_path / "collections").mkdir()
-    shutil.copy(ROOT / "collections" / "requirements.yml", tmp_path / "collections" / "requirements.yml")
+    (tmp_path / "awx").mkdir()
+    shutil.copy(ROOT / "awx" / "ee-collections.yml", tmp_path / "awx" / "ee-collections.yml")
     run([BIN / "ansible-galaxy", "collection", "build", "--force", "--output-path", tmp_path / "dist", ROOT])
     context = tmp_path / "context"
     run([BIN / "ansible-builder", "create", "-f", tmp_path / "execution-environment.yml", "-c", context,
@@ -136,7 +136,7 @@ def test_ansible_builder_creates_the_build_context(tmp_path):
     assert (context / "_build" / "requirements.txt").read_text() == (ROOT / "requirements.txt").read_text()
     assert (context / "_build" / "bindep.txt").read_text() == (ROOT / "bindep.txt").read_text()
     assert yaml.safe_load((context / "_build" / "requirements.yml").read_text()) == \
-        yaml.safe_load((ROOT / "collections" / "requirements.yml").read_text())
+        yaml.safe_load((ROOT / "awx" / "ee-collections.yml").read_text())
     assert list((context / "_build" / "kfocp").glob("kfocp-kubeflow-*.tar.gz"))
     assert "ansible-galaxy collection install --no-deps" in containerfile
     assert "python3.11" in containerfile
