@@ -38,12 +38,13 @@ def test_the_guard_names_a_dial_off_the_machine_and_the_process(egress_guard):
 
 # Two processes in one network namespace whose route to 10.0.0.0/8 is its loopback interface: one
 # holds UDP sockets connected to 127.0.0.1 and ::1, the other one connected to 10.0.0.1:443 (a UDP
-# connect() sends nothing). Each prints its role and pid once its sockets are connected.
+# connect() sends nothing). Each writes its role and pid, in one write(2) that the other's cannot
+# split, once its sockets are connected.
 LOOPBACK = ("import os, socket, time; a = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); a.connect(('127.0.0.1', 9)); "
             "b = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM); b.connect(('::1', 9)); "
-            "print('loopback', os.getpid(), flush=True); time.sleep(30)")
+            "os.write(1, b'loopback %d\\n' % os.getpid()); time.sleep(30)")
 REMOTE = ("import os, socket, time; c = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); c.connect(('10.0.0.1', 443)); "
-          "print('remote', os.getpid(), flush=True); time.sleep(30)")
+          "os.write(1, b'remote %d\\n' % os.getpid()); time.sleep(30)")
 
 
 def test_the_guard_ignores_loopback_and_other_processes(egress_guard):
