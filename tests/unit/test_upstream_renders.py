@@ -235,3 +235,36 @@ def test_the_readme_says_what_upstreams_namespace_labels_files_set(release):
         {overlay.group(2): overlay.group(3)}
     example = yaml.safe_load(_tree_file(release, "example/kustomization.yaml"))
     assert "../%s" % overlay.group(1) in example["resources"]
+
+
+def _strings(value):
+    if isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
+    elif isinstance(value, str):
+        yield value
+
+
+@needs_upstream
+@pytest.mark.parametrize("release", RELEASES)
+def test_a_custom_namespace_moves_every_reference_to_upstreams_services_and_accounts(release):
+    """With components_namespace, no object (but a CRD's schema) still names a Service upstream puts
+    in kubeflow as `<name>.kubeflow[.svc...]`, or one of its accounts as `.../ns/kubeflow/sa/...`:
+    env values (the dashboard's KFAM host), configuration (KFP's artifact store, its profile
+    controller's code), certificates' DNS names."""
+    upstream = render(release)
+    services = set(o["metadata"]["name"] for o in upstream if o["kind"] == "Service"
+                   and o["metadata"].get("namespace") == "kubeflow")
+    reference = re.compile(r"(?<![A-Za-z0-9_.-])([a-z0-9-]+)\.kubeflow(?![A-Za-z0-9_-]|\.(?!svc\b))|/ns/kubeflow/sa/")
+    before = set(o["metadata"]["name"] for o in upstream if o["kind"] != "CustomResourceDefinition" and any(
+        (not match.group(1) or match.group(1) in services) for s in _strings(dict(o, metadata={}))
+        for match in reference.finditer(s)))
+    assert {"centraldashboard", "workflow-controller-configmap"} <= before
+    objs, _info = assembled(release, "ossm3", "ml")
+    left = sorted("%s %s: %s" % (o["kind"], o["metadata"]["name"], match.group(0)) for o in objs
+                  if o["kind"] != "CustomResourceDefinition" for s in _strings(dict(o, metadata={}))
+                  for match in reference.finditer(s) if not match.group(1) or match.group(1) in services)
+    assert left == []

@@ -186,13 +186,23 @@ UPSTREAM_GATEWAY = "kubeflow-gateway"
 def set_namespace(objs, new, old="kubeflow"):
     """Move everything upstream puts in namespace `old` to `new`: metadata.namespace, RBAC
     subjects, webhook and CRD conversion services, Namespace objects, service hosts
-    (`x.old.svc...`) in VirtualServices and ConfigMaps, references to its Istio Gateways, and the
-    principals of its service accounts (`.../ns/old/sa/...`) in AuthorizationPolicies."""
+    (`x.old.svc...`) in VirtualServices and ConfigMaps, references to its Istio Gateways, and, in
+    any object but a CRD, the principals of its service accounts (`.../ns/old/sa/...`: policies,
+    the profile controllers' configuration and code) and the hosts `<service>.old[.svc...]` of
+    the Services the render puts in `old` (environment values, configuration files, certificates'
+    DNS names)."""
     dns_label(new, "components_namespace")
     if new == old:
         return copy.deepcopy(objs)
     host = re.compile(r"(?<=[a-z0-9-]\.)%s(?=\.svc\b)" % re.escape(old))
     principal = re.compile(r"(?<=/ns/)%s(?=/sa/)" % re.escape(old))
+    services = sorted(set(_name(o) for o in objs if o.get("kind") == "Service" and _ns(o) == old and _name(o)))
+    service_host = re.compile(r"(?<![A-Za-z0-9_.-])(%s)\.%s(?=\.svc\b|[^A-Za-z0-9_.-]|$)" % (
+        "|".join(re.escape(n) for n in services), re.escape(old))) if services else None
+
+    def move_names(value):
+        value = principal.sub(new, value)
+        return service_host.sub(r"\1.%s" % new, value) if service_host else value
     move_gateway = _gateway_refs(objs, old, new)
     out = []
     for obj in objs:
@@ -202,8 +212,8 @@ def set_namespace(objs, new, old="kubeflow"):
             if service.get("namespace") == old:
                 service["namespace"] = new
         obj = _move_strings(obj, move_gateway, lambda value: host.sub(new, value))
-        if obj.get("kind") == "AuthorizationPolicy" and isinstance(obj.get("spec"), dict):
-            obj["spec"] = _walk_strings(obj["spec"], lambda key, value: principal.sub(new, value))
+        if obj.get("kind") != "CustomResourceDefinition":
+            obj = _walk_strings(obj, lambda key, value: move_names(value), skip_keys=("metadata",))
         out.append(obj)
     return out
 
