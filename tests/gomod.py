@@ -37,3 +37,16 @@ def require_module(pytest, module, version):
     if found is None:
         pytest.skip("the Go module cache holds no %s@%s (go mod download %s@%s)" % (module, version, module, version))
     return found
+
+
+def json_fields(go_source, struct):
+    """{Go field: JSON name} of `struct` in Go source (embedded fields by their type's name)."""
+    match = re.search(r"^type %s struct \{\n(.*?)^\}" % re.escape(struct), go_source, re.M | re.S)
+    if not match:
+        return {}
+    out = {}
+    for line in match.group(1).splitlines():
+        field = re.match(r'^\s*([\w.]+)(?:\s+[^`/]+?)?\s+`json:"([^,"]*)', line)
+        if field:
+            out[field.group(1).split(".")[-1]] = field.group(2)
+    return out
