@@ -265,7 +265,7 @@ def test_the_cluster_policy_keeps_the_toleration_of_every_gpu_operator_operand()
     assert re.search(r"if len\(config\.Daemonsets\.Tolerations\) > 0 \{\s*"
                      r"obj\.Spec\.Template\.Spec\.Tolerations = config\.Daemonsets\.Tolerations", controls)
     operands = {}
-    for path in sorted(source.glob("assets/*/*daemonset*.yaml")):
+    for path in sorted(source.glob("assets/*/*.y*ml")):
         for doc in yaml.safe_load_all(path.read_text()):
             if doc and doc.get("kind") == "DaemonSet":
                 operands[str(path.relative_to(source))] = doc["spec"]["template"]["spec"].get("tolerations") or []
