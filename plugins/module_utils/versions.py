@@ -291,11 +291,12 @@ def choose(params):
 def table():
     """README's table: one row per supported minor."""
     head = ["OpenShift", "GPU operator", "NFD", "Service Mesh 2", "Service Mesh 3 (Istio)", "Serverless",
-            "NFD workerTolerations", "profile self-service (ValidatingAdmissionPolicy v1)"]
+            "NFD workerTolerations", "NFD spec.operand.image", "profile self-service (ValidatingAdmissionPolicy v1)"]
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for v in SUPPORTED:
         c = DEFAULT_CHANNELS[v]
-        rows.append("| %s | %s | %s | %s | %s (%s) | %s | %s | %s |" % (
+        rows.append("| %s | %s | %s | %s | %s (%s) | %s | %s | %s | %s |" % (
             v, c[GPU], c[NFD], c.get(MESH2, "not known: give the channel"), c[MESH3], DEFAULT_ISTIO, c[SERVERLESS], "yes" if feature("NodeFeatureDiscovery", v)
-            else "no", "yes" if feature("ValidatingAdmissionPolicy", v) else "no"))
+            else "no", "`%s`" % NFD_OPERAND_IMAGES[v] if v in NFD_OPERAND_IMAGES else "the operator's own",
+            "yes" if feature("ValidatingAdmissionPolicy", v) else "no"))
     return "\n".join(rows)
