@@ -255,3 +255,29 @@ def test_the_default_serverless_and_nfd_channels_are_published_for_the_version(v
     assert channels[versions.NFD] in NFD_CHANNELS[version]
     for channel, published in SERVERLESS_PUBLISHED.items():
         assert versions.published(versions.SERVERLESS, channel, version) == (version in published), channel
+
+
+# proactive-node-scaling-operator v0.4.2 (b0ade0180bf5b5c79b14df36247417c3c741e95e,
+# gpu-autoscaling-serverless-readings.md): the pause pods run in the watermark's namespace with its
+# priorityClassName, requesting pausePodSize (default {memory: 200Mi, cpu: 200m}); pausePodImage
+# defaults to k8s.gcr.io/pause; the operator watches every namespace (its OperatorGroup targets []).
+WATERMARK_DEFAULT_PAUSE_POD_SIZE = {"memory": "200Mi", "cpu": "200m"}
+
+
+def test_the_pause_pods_run_in_the_watermarks_namespace_with_kfocps_priority_class():
+    settings = dict(yaml.safe_load((ROOT / "roles" / "autoscaler" / "defaults" / "main.yml").read_text())[
+        "autoscaler_watermark"], enabled=True)
+    namespace, pclass, watermark = autoscaler.watermark(settings)
+    assert watermark["metadata"]["namespace"] == namespace["metadata"]["name"] == settings["namespace"]
+    assert watermark["spec"]["priorityClassName"] == pclass["metadata"]["name"]
+    assert pclass["preemptionPolicy"] == "Never" and pclass["value"] < 0
+    size = watermark["spec"].get("pausePodSize") or WATERMARK_DEFAULT_PAUSE_POD_SIZE
+    assert set(size) <= {"cpu", "memory"}, "the pause pods keep CPU and memory headroom"
+    assert "pausePodImage" not in watermark["spec"]
+
+
+def test_the_cert_manager_groups_named_in_errors_are_cert_managers():
+    groups = set(re.search(r'const GroupName = "([^"]+)"', read(CERT_MANAGER, path)).group(1)
+                 for path in ("pkg/apis/certmanager/doc.go", "pkg/apis/acme/doc.go"))
+    from ansible_collections.kfocp.kubeflow.plugins.module_utils import engine
+    assert set(engine._PROVIDERS) == groups
