@@ -268,3 +268,16 @@ def test_a_custom_namespace_moves_every_reference_to_upstreams_services_and_acco
                   if o["kind"] != "CustomResourceDefinition" for s in _strings(dict(o, metadata={}))
                   for match in reference.finditer(s) if not match.group(1) or match.group(1) in services)
     assert left == []
+
+
+@needs_upstream
+@pytest.mark.parametrize("release", RELEASES)
+def test_every_argo_object_kfocp_drops_for_an_external_argo_is_one_upstream_renders(release):
+    objs = render(release)
+    unmatched = [(kind, pattern) for kind, pattern in m.ARGO_OBJECTS
+                 if not [o for o in objs if o["kind"] == kind and m.fnmatch.fnmatchcase(o["metadata"]["name"], pattern)]]
+    assert unmatched == []
+    s3 = {"endpoint": "s3.example.com", "bucket": "kfp", "secret": "s3-creds"}
+    out = m.assemble({"example": objs}, {"argo": {"s3": s3}})["objects"]
+    assert not [o for o in out if o["kind"] == "Deployment" and o["metadata"]["name"] == "workflow-controller"]
+    assert not [o for o in out if o["kind"] == "CustomResourceDefinition" and o["spec"]["group"] == "argoproj.io"]

@@ -33,7 +33,6 @@ EXCLUDE_OUTBOUND = "traffic.sidecar.istio.io/excludeOutboundPorts"
 ARGO_OBJECTS = (
     ("CustomResourceDefinition", "*.argoproj.io"),
     ("Deployment", "workflow-controller"),
-    ("Service", "workflow-controller-metrics"),
     ("ServiceAccount", "argo"),
     ("Role", "argo-role"),
     ("RoleBinding", "argo-binding"),
