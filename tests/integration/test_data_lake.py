@@ -17,13 +17,16 @@ import copy
 import gzip
 import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
 from helpers import only_roles, play_profile_controller, wait_for
-from test_data_lake_trust import aws_trust_admits
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
+from test_data_lake_trust import aws_trust_admits  # noqa: E402  (the clouds' trust rules, with their tests)
 
 OWN_PLANE = True  # Authentication and CloudCredential `cluster` are the cluster's singletons
 UPSTREAM = Path(__file__).resolve().parents[3] / "shared" / "upstream"
@@ -135,8 +138,9 @@ def dress(control_plane, issuer, mode="Manual"):
 
 
 def install_poddefault_crd(control_plane):
-    crd = next(x for x in yaml.safe_load_all(gzip.open(RENDER, "rt"))
-               if x and x["kind"] == "CustomResourceDefinition" and x["metadata"]["name"] == "poddefaults.kubeflow.org")
+    with gzip.open(RENDER, "rt") as render:
+        crd = next(x for x in yaml.load_all(render, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+                   if x and x["kind"] == "CustomResourceDefinition" and x["metadata"]["name"] == "poddefaults.kubeflow.org")
     _apply(control_plane, crd)
     control_plane.wait_established("poddefaults.kubeflow.org")
 
@@ -167,6 +171,18 @@ def kubelet_token(control_plane, pod, source):
     return control_plane.request("POST", url, body)["status"]["token"]
 
 
+def said(result):
+    """What the role said of the cluster (its debug task), the last time it said it."""
+    found = [m for m in (r.get("msg") for r in result.task_results("debug")) if isinstance(m, list)
+             and any(str(line).startswith("issuer ") for line in m)]
+    return "\n".join(found[-1]) if found else ""
+
+
+def wrong_inputs(result):
+    """The pre-flight's refusal (its fail task's message)."""
+    return " ".join(str(r.get("msg")) for r in result.task_results("fail") if r.get("failed"))
+
+
 def extravars(instance, documents, **more):
     out = dict(only_roles("data_lake"), kfocp_instance=instance, kfocp_data_lake_enabled=True, data_lake_enabled=True,
                data_lake_aws_role_template="arn:aws:iam::%s:role/kubeflow-{namespace}" % ACCOUNT,
@@ -195,9 +211,9 @@ def test_two_profiles_get_a_poddefault_and_a_trust_document_each_and_a_token_mat
 
     first = playbook("site", extra)
     assert first.rc == 0, first.stdout[-4000:]
-    assert "issuer %s (Authentication cluster spec.serviceAccountIssuer)" % issuer in first.stdout
-    assert "OpenShift's STS / workload identity mode" in first.stdout
-    assert "pod-identity-webhook.aws.mutate.io: not installed" in first.stdout
+    assert "issuer %s (Authentication cluster spec.serviceAccountIssuer)" % issuer in said(first)
+    assert "credentialsMode Manual (CloudCredential cluster spec.credentialsMode): OpenShift's STS" in said(first)
+    assert "pod-identity-webhook.aws.mutate.io: not installed" in said(first)
 
     # one trust document per profile
     docs = dict((p.stem, json.loads(p.read_text())) for p in (documents / "aws").glob("*.json"))
@@ -225,8 +241,8 @@ def test_two_profiles_get_a_poddefault_and_a_trust_document_each_and_a_token_mat
 
     # the token the kubelet would write there, minted by the API server
     token = claims(kubelet_token(control_plane, pod, source))
-    assert (token["iss"], token["sub"], token["aud"]) == (issuer, "system:serviceaccount:%s:default-editor" % a,
-                                                         ["sts.amazonaws.com"])
+    expected = (issuer, "system:serviceaccount:%s:default-editor" % a, ["sts.amazonaws.com"])
+    assert (token["iss"], token["sub"], token["aud"]) == expected
     assert aws_trust_admits(docs[a], token, ACCOUNT)
     assert not aws_trust_admits(docs[b], token, ACCOUNT)
     # every listed account of A, and no account of B, through A's role
@@ -263,7 +279,7 @@ def test_two_profiles_get_a_poddefault_and_a_trust_document_each_and_a_token_mat
     _apply(control_plane, webhook)
     fourth = playbook("site", extra)
     assert fourth.rc == 0, fourth.stdout[-4000:]
-    assert "pod-identity-webhook.aws.mutate.io: installed" in fourth.stdout
+    assert "pod-identity-webhook.aws.mutate.io: installed" in said(fourth)
     accounts = kube.resource("v1", "ServiceAccount")
     for account in ("default-editor", "default"):
         annotations = kube.get(accounts, account, a)["metadata"].get("annotations") or {}
@@ -289,8 +305,9 @@ def test_a_cluster_without_an_issuer_the_cloud_can_trust_is_refused_before_any_c
     dress(control_plane, "")  # the field left empty: OpenShift's default, https://kubernetes.default.svc
     refused = playbook("site", extravars(instance, documents))
     assert refused.rc != 0
-    assert "Nothing was changed" in refused.stdout
-    assert "data_lake: Authentication cluster spec.serviceAccountIssuer: is empty" in refused.stdout
-    assert "set Authentication cluster spec.serviceAccountIssuer to its https URL" in refused.stdout
+    refusal = wrong_inputs(refused)
+    assert refusal.startswith("Nothing was changed. Wrong inputs: data_lake: "), refusal
+    assert "Authentication cluster spec.serviceAccountIssuer: is empty" in refusal
+    assert "set Authentication cluster spec.serviceAccountIssuer to its https URL" in refusal
     assert kube.get(kube.resource("kubeflow.org/v1alpha1", "PodDefault"), "data-lake", c) is None
     assert not os.path.exists(documents)

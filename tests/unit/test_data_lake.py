@@ -3,6 +3,7 @@ API types (the CRDs of openshift/api at the module version of hack/openshift/go.
 identity webhooks the cloud-credential-operator installs, the names the webhooks and the cloud
 SDKs read, Kubeflow's render (../shared/upstream/), and the clouds' trust rules
 (test_data_lake_trust.py)."""
+import functools
 import gzip
 import json
 import re
@@ -86,6 +87,7 @@ GOOGLE_ENV = "GOOGLE_APPLICATION_CREDENTIALS"
 # apps/common/form.py set_notebook_configurations (the notebook gets <that key>: "true")
 
 
+@functools.lru_cache(maxsize=None)
 def _crd(name_part):
     path = next(p for p in openshift_crds() if name_part in p.name)
     return yaml.safe_load(path.read_text())
@@ -95,12 +97,15 @@ def _schema(crd):
     return crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
 
 
-def mode(values, auth=AUTH, cco=STS, webhook=None, served=True):
-    return d.cluster_mode(values, auth, cco, webhook, served)
+def mode(values, auth=None, cco=None, webhook=None, served=True, **given):
+    """The builder's mode on a cluster with the STS fields (AUTH, STS) unless others are given;
+    `auth=None` given by name is a cluster without the Authentication `cluster`."""
+    auth = AUTH if auth is None and "no_auth" not in given else auth
+    return d.cluster_mode(values, auth, STS if cco is None else cco, webhook, served)
 
 
-def namespaces(*names, labels=PROFILE):
-    return [{"metadata": {"name": n, "labels": dict(labels)}} for n in names]
+def namespaces(*names, labels=None):
+    return [{"metadata": {"name": n, "labels": dict(PROFILE if labels is None else labels)}} for n in names]
 
 
 def accounts(*pairs):
@@ -136,7 +141,7 @@ def test_the_fields_kfocp_reads_are_in_openshifts_api():
 ])
 def test_a_cluster_without_an_issuer_the_cloud_can_trust_is_refused_naming_the_field_and_the_fix(auth, problem):
     with pytest.raises(DefinitionError) as err:
-        mode(AWS, auth=auth)
+        mode(AWS, auth=auth, **({"no_auth": True} if auth is None else {}))
     assert str(err.value).startswith("Authentication cluster spec.serviceAccountIssuer: ")
     assert re.search(problem, str(err.value))
     fix = str(err.value).split(". ", 1)[1]
@@ -288,8 +293,8 @@ def test_each_profiles_aws_role_trusts_its_own_accounts_only():
 
 
 def test_each_profiles_azure_credentials_trust_its_own_accounts_only():
-    values = dict(AZURE, data_lake_azure_client_ids={"a": AZURE["data_lake_azure_client_ids"]["a"],
-                                                      "b": "66666666-2222-3333-4444-555555555555"})
+    ids = {"a": AZURE["data_lake_azure_client_ids"]["a"], "b": "66666666-2222-3333-4444-555555555555"}
+    values = dict(AZURE, data_lake_azure_client_ids=ids)
     found = mode(values)
     docs = dict((doc["path"], doc["content"]) for doc in _plan(values, found)["documents"])
     a, b = docs["azure/a.json"]["federated_identity_credentials"], docs["azure/b.json"]["federated_identity_credentials"]
@@ -348,7 +353,8 @@ def test_the_role_defaults_are_the_builders():
 @pytest.mark.skipif(not UPSTREAM.exists(), reason="needs ../shared/upstream (the Kubeflow renders)")
 @pytest.mark.parametrize("tag", ["v1.10.2", "v1.11.0", "26.03"])
 def test_the_default_accounts_run_notebooks_pipelines_and_inference_in_every_render(tag):
-    docs = [x for x in yaml.safe_load_all(gzip.open(UPSTREAM / ("example-render-%s.yaml.gz" % tag), "rt")) if x]
+    with gzip.open(UPSTREAM / ("example-render-%s.yaml.gz" % tag), "rt") as render:
+        docs = [x for x in yaml.load_all(render, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) if x]
     # multi-user Kubeflow Pipelines runs each profile's pipelines as this account
     runner = {x["data"].get("DEFAULTPIPELINERUNNERSERVICEACCOUNT") for x in docs
               if x["kind"] == "ConfigMap" and "DEFAULTPIPELINERUNNERSERVICEACCOUNT" in (x.get("data") or {})}

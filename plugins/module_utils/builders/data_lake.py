@@ -306,9 +306,11 @@ def gcp_credential_configuration(s, namespace):
 
 def _describe(s, ident):
     provider = s["data_lake_provider"]
-    what = {"aws": "the IAM role %s", "azure": "the managed identity %s", "gcp": "workload identity federation%s"}[provider]
-    return "Read the data lake as this profile (%s)" % (what % (ident if provider != "gcp" else
-                                                               (" as " + ident if ident else "")))
+    if provider == "gcp":
+        how = "workload identity federation" + (" as " + ident if ident else "")
+    else:
+        how = {"aws": "the IAM role ", "azure": "the managed identity "}[provider] + ident
+    return "Read the data lake as this profile (%s)" % how
 
 
 def poddefault(s, namespace, ident, mode):
