@@ -94,7 +94,7 @@ bench: venv build
 # the operator side by side through 5 minutes of churn (tests/integration/test_fleet.py).
 soak: venv build
 	KFOCP_FAULT_PROFILES=500 KFOCP_LOAD_PROFILES=2000 KFOCP_LOAD_USERS=200 KFOCP_RBAC_SWEEP=all \
-		KFOCP_FUZZ_EXAMPLES=60 KFOCP_FUZZ_ROLE_CASES=40 \
+		KFOCP_FUZZ_EXAMPLES=60 KFOCP_FUZZ_ROLE_CASES=40 KFOCP_PARITY_EXAMPLES=30 \
 		$(OFFLINE) $(BIN)/python -m pytest -s tests/reliability $(PYTEST_ARGS)
 	KFOCP_OUTAGE_CHURN_SECONDS=600 $(OFFLINE) $(BIN)/python -m pytest -s tests/integration/test_operator_outages.py \
 		$(PYTEST_ARGS)
