@@ -236,6 +236,12 @@ def test_ansible_operator_converges_to_the_same_objects_as_the_python_operator(
     team = "team-" + uuid.uuid4().hex[:6]
     name = "kf-" + uuid.uuid4().hex[:6]
     control_plane.kubectl("create", "namespace", namespace)
+    # a profile namespace of this test, as Kubeflow's profile controller labels it: namespace_policies
+    # finds it by the selector's app.kubernetes.io/part-of key
+    profile = name + "-profile"
+    labels = dict(isolated_policies(name)["namespace_policies_selector"])
+    control_plane.kubectl("create", "-f", "-", input=json.dumps(
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": profile, "labels": labels}}))
     cr = {"apiVersion": "kfocp.io/v1alpha1", "kind": "Kubeflow", "metadata": {"name": name, "namespace": namespace},
           "spec": _spec(name, team)}
 
@@ -264,6 +270,7 @@ def test_ansible_operator_converges_to_the_same_objects_as_the_python_operator(
     # the nested keys arrived as written: each enabled role made its objects
     sets = set((obj["metadata"].get("labels") or {}).get("kfocp.io/set") for obj in sdk_objects.values())
     assert {"scc", "components", "namespace-policies"} <= sets, sets
+    assert ("", "LimitRange", profile, "kfocp-limits") in sdk_objects, sorted(k for k in sdk_objects if k[2] == profile)
     # the finalizer ran playbooks/uninstall.yml
     assert owned_objects(kube, name) == {}
 
@@ -293,7 +300,8 @@ def test_ansible_operator_converges_to_the_same_objects_as_the_python_operator(
     differences = compare(sdk_objects, py_objects)
     assert not differences, report(differences, names=("ansible-operator", "kfocp's operator"))
     assert owned_objects(kube, name) == {}
-    control_plane.kubectl("delete", "namespace", namespace, team, name + "-kubeflow", "--wait=false", check=False)
+    control_plane.kubectl("delete", "namespace", namespace, team, profile, name + "-kubeflow", "--wait=false",
+                          check=False)
 
 
 def _deny_rolebindings(control_plane, team, name):
