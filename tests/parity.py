@@ -61,7 +61,7 @@ def snapshot(kube, instance):
     return clusterdiff.snapshot(labelled_objects(kube, instance))
 
 
-def _still(fast, kube, instance, settle=1.5, timeout=120):
+def still(fast, kube, instance, settle=1.5, timeout=120):
     """The fast path's objects once it has nothing queued and they stay the same for `settle` seconds."""
     deadline = time.monotonic() + timeout
     before = snapshot(kube, instance)
@@ -76,12 +76,9 @@ def _still(fast, kube, instance, settle=1.5, timeout=120):
 
 def run_fast_path(control_plane, kube, variables):
     """The fast path serving the instance until its objects are still; returns them."""
-    from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import Client
     instance = variables["kfocp_instance"]
-    fast = fastpath.FastPath(Client.from_params({"kubeconfig": str(control_plane.kubeconfig)}), ROOT)
+    fast = fast_path(control_plane, variables)
     try:
-        fast.configure(instance, variables)
-        assert fast.instance == instance, "the fast path paused on these settings"
         # the declared profile and the automatic ones of bob, carol and the self-service names
         names = wait_for(lambda: (lambda found: found if len(found) >= 2 + len(SELF_SERVICE_PREFIXES) + 1 else None)(
             _profiles(kube, instance)), timeout=60, what="the fast path's Profiles")
@@ -94,20 +91,34 @@ def run_fast_path(control_plane, kube, variables):
             found = set(o["metadata"]["namespace"] for o in kube.list(limits, label_selector="kfocp.io/instance=" + instance))
             return found >= set(names)
         wait_for(policies_everywhere, timeout=60, what="the fast path's policies in every profile namespace")
-        return _still(fast, kube, instance)
+        return still(fast, kube, instance)
     finally:
-        fast.stop.set()
-        for informer in fast.owned:
-            informer.stop.set()
+        stop(fast)
 
 
-def run_playbook_after(control_plane, kube, variables, workdir):
-    """playbooks/profiles.yml with the variables, as the operator runs it; returns (result, objects)."""
+def run_playbook_after(control_plane, kube, variables, workdir, name="profiles"):
+    """playbooks/<name>.yml with the variables, as the operator runs it (an inventory of one local
+    host, the variables as extra variables); returns (result, objects)."""
     inventory = Path(workdir) / "inventory.yml"
     inventory.write_text(yaml.safe_dump(playbook.inventory(sys.executable)))
     extravars = dict(json.loads(json.dumps(variables)), kfocp_kubeconfig=str(control_plane.kubeconfig))
-    result = run_playbook(control_plane, "profiles", extravars, workdir, inventory=inventory)
+    result = run_playbook(control_plane, name, extravars, workdir, inventory=inventory)
     return result, snapshot(kube, variables["kfocp_instance"])
+
+
+def fast_path(control_plane, variables):
+    """A fast path serving the instance of `variables`, in this process; stop() it."""
+    from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import Client
+    fast = fastpath.FastPath(Client.from_params({"kubeconfig": str(control_plane.kubeconfig)}), ROOT)
+    fast.configure(variables["kfocp_instance"], variables)
+    assert fast.instance == variables["kfocp_instance"], "the fast path paused on these settings"
+    return fast
+
+
+def stop(fast):
+    fast.stop.set()
+    for informer in fast.owned:
+        informer.stop.set()
 
 
 def differences(control_plane, kube, variables, workdir):

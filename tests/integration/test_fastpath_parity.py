@@ -4,7 +4,9 @@ contributor policies it writes for a spec without principals name the gateway's 
 UI's. tests/reliability/test_fastpath_parity_fuzz.py runs fuzzed specs the same way."""
 import pytest
 
+import clusterdiff
 import parity
+from helpers import ensure_namespace, isolated_policies, only_roles, wait_for
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import mesh
 
 UI = "cluster.local/ns/%s/sa/ml-pipeline-ui"
@@ -53,3 +55,38 @@ def test_contributor_policies_without_principals_in_the_spec_name_the_gateway_an
     assert len(policies) >= 2, "bob's (a user contributor) and carol's (a member of the group contributor)"
     for key, policy in policies.items():
         assert policy["spec"]["rules"][0]["from"] == [{"source": {"principals": [gateway, UI % namespace]}}], key
+
+
+def test_the_scc_grants_the_fast_path_puts_back_are_the_playbooks(control_plane, kube, instance, tmp_path):
+    """The scc role's grants, written by site.yml; one deleted and one edited by someone else: the
+    fast path puts them back as the playbook wrote them."""
+    team = instance + "-scc"
+    ensure_namespace(kube, team)
+    variables = dict(isolated_policies(instance), kfocp_instance=instance, kfocp_openshift_version="4.20",
+                     scc_grants_default=[], scc_grants_extra=[
+                         {"namespace": team, "serviceaccount": "trainer", "scc": "nonroot-v2", "reason": "fixed UID"},
+                         {"namespace": team, "serviceaccount": "server", "scc": "anyuid", "reason": "runs as root"}])
+    result, theirs = parity.run_playbook_after(control_plane, kube, dict(variables, **only_roles("scc")), tmp_path,
+                                               name="site")
+    assert result.rc == 0, result.stdout[-6000:]
+    bindings = kube.resource("rbac.authorization.k8s.io/v1", "RoleBinding")
+    assert kube.get(bindings, "kfocp-scc-anyuid-server", team) is not None
+    fast = parity.fast_path(control_plane, variables)
+    try:
+        wait_for(fast.synced, 30, what="the fast path's watches")
+        kube.delete(bindings, "kfocp-scc-nonroot-v2-trainer", team)
+        edited = kube.get(bindings, "kfocp-scc-anyuid-server", team)
+        edited["metadata"]["annotations"]["kfocp.io/scc-reason"] = "edited by hand"
+        kube.request("PUT", kube.path(bindings, team, "kfocp-scc-anyuid-server"), body=edited,
+                     query={"fieldManager": "someone"})
+        wait_for(lambda: kube.get(bindings, "kfocp-scc-nonroot-v2-trainer", team), 30, what="the deleted grant back")
+        wait_for(lambda: kube.get(bindings, "kfocp-scc-anyuid-server", team)["metadata"]["annotations"].get(
+            "kfocp.io/scc-reason") == "runs as root", 30, what="the edited grant put back")
+        ours = parity.still(fast, kube, instance)
+    finally:
+        parity.stop(fast)
+    theirs, ours = (dict((k, o) for k, o in objs.items() if (o["metadata"].get("labels") or {}).get("kfocp.io/set") == "scc")
+                    for objs in (theirs, ours))
+    assert len(theirs) == 2, "the two grants (the namespace was there before)"
+    found = clusterdiff.report(clusterdiff.compare(theirs, ours), names=("playbook", "fast path"))
+    assert found == "", "the fast path put back other grants than the playbook wrote:\n" + found
