@@ -18,6 +18,7 @@ from ansible.parsing.dataloader import DataLoader
 from ansible.template import Templar, trust_as_template
 
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import mesh, profiles, self_service
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.objects import DefinitionError
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "operator"))
@@ -101,3 +102,9 @@ def test_without_self_service_the_names_are_free():
     _policies, settings, _scc = configured({"profiles_auto_from_users": True,
                                             "kfocp_profile_self_service_enabled": False})
     assert [p["name"] for p in profiles.plan(settings, [user("my-lab")])] == ["my-lab"]
+
+
+def test_a_wrong_self_service_prefix_is_named_as_the_variable_it_comes_from():
+    _policies, settings, _scc = configured({"profile_self_service_name_prefix": "My_"})
+    with pytest.raises(DefinitionError, match=r"^profile_self_service_name_prefix: 'My_' is not a name prefix"):
+        profiles.plan(settings)

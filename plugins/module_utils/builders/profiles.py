@@ -226,9 +226,10 @@ def reserved(name, settings):
     return next((pattern for pattern in patterns if fnmatch.fnmatchcase(name, pattern)), None)
 
 
-def _prefix(settings, key):
+def _prefix(settings, key, field=None):
+    """A name prefix; `field` names the variable it comes from, when it is derived from another's."""
     value = _setting(settings, key)
-    require(isinstance(value, str) and _PREFIX.match(value), key, "%r is not a name prefix" % (value,),
+    require(isinstance(value, str) and _PREFIX.match(value), field or key, "%r is not a name prefix" % (value,),
             "Use at most 30 lower-case letters, digits and '-', starting with a letter or digit (e.g. 'u-')")
     return value
 
@@ -290,7 +291,7 @@ def plan(settings, users=(), groups=(), profiles=(), namespaces=None, skipped=No
     instance = _setting(settings, "kfocp_instance")
     quota(_setting(settings, "profiles_quota_default"), None, "profiles_quota_default")
     prefix = _prefix(settings, "profiles_name_prefix")
-    self_service = _prefix(settings, "profiles_self_service_prefix")
+    self_service = _prefix(settings, "profiles_self_service_prefix", "profile_self_service_name_prefix")
     declared = _declared(settings)
     owners = _namespace_owners(namespaces)
     live = dict((p["metadata"]["name"], p) for p in profiles or () if _ours(p, instance))
