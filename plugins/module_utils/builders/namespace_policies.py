@@ -42,6 +42,7 @@ KNATIVE_SYSTEM_LABEL = "serving.knative.openshift.io/system-namespace"
 MEMBERS_ANNOTATION = "kfocp.io/mesh-members"
 _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
 
+
 class Settings(object):
     """The role's variables, checked once; a missing one is what the role's contract gives
     (module_utils/settings.py)."""
