@@ -77,8 +77,8 @@ def _limit(plane, kube, count):
     them alone): what the API server allows for the same burst, the floor of the latency above."""
     import limit
     from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import namespace_policies
-    from kfocp_operator.fastpath import role_settings
-    settings = role_settings(ROOT, "namespace_policies", VARIABLES, CR_NAME)
+    from kfocp_operator.fastpath import tenancy_settings
+    settings = tenancy_settings(VARIABLES, CR_NAME)["namespace_policies"]
     res = kube.resource("v1", "Namespace")
     objs = []
     for i in range(count):
@@ -100,8 +100,8 @@ def _limit_burst(plane, count):
     import limit
     from concurrent.futures import ThreadPoolExecutor
     from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import namespace_policies
-    from kfocp_operator.fastpath import role_settings
-    settings = role_settings(ROOT, "namespace_policies", VARIABLES, CR_NAME)
+    from kfocp_operator.fastpath import tenancy_settings
+    settings = tenancy_settings(VARIABLES, CR_NAME)["namespace_policies"]
     server, pool, headers = limit.connect(str(plane.kubeconfig))
     resources = limit.discover(server, pool, headers)
     create_headers = dict(headers, **{"Content-Type": "application/json"})

@@ -195,12 +195,13 @@ def _made(plane):
 def _settings(n):
     """The profiles and namespace_policies settings of the roles' run: inventories/local's
     group_vars and extravars(n), as the operator's fast path derives them from variables."""
-    from kfocp_operator.fastpath import policy_settings, role_settings
+    from kfocp_operator.fastpath import tenancy_settings
     variables = {}
     for path in sorted((ROOT / "inventories" / "local" / "group_vars" / "all").glob("*.yml")):
         variables.update(yaml.safe_load(path.read_text()) or {})
     variables.update(extravars(n))
-    return role_settings(ROOT, "profiles", variables, INSTANCE), policy_settings(ROOT, variables, INSTANCE)
+    settings = tenancy_settings(variables, INSTANCE)
+    return settings["profiles"], settings["namespace_policies"]
 
 
 def limit_run(plane, n, apply=None):
