@@ -281,3 +281,18 @@ def test_every_argo_object_kfocp_drops_for_an_external_argo_is_one_upstream_rend
     out = m.assemble({"example": objs}, {"argo": {"s3": s3}})["objects"]
     assert not [o for o in out if o["kind"] == "Deployment" and o["metadata"]["name"] == "workflow-controller"]
     assert not [o for o in out if o["kind"] == "CustomResourceDefinition" and o["spec"]["group"] == "argoproj.io"]
+
+
+@needs_upstream
+@pytest.mark.parametrize("release", RELEASES)
+def test_the_readme_names_the_remote_bases_the_default_catalog_needs_in_each_release(release, tmp_path):
+    from ansible_collections.kfocp.kubeflow.plugins.module_utils import kustomize
+    with tarfile.open(str(UPSTREAM / ("kubeflow-manifests-%s.tar.gz" % release))) as archive:
+        archive.extractall(str(tmp_path))
+    found = set(kustomize._remote_key(entry).split("/manifests/")[0] for paths in DEFAULTS["components_catalog"].values()
+                for path in paths for _file, entry in kustomize.remote_bases(str(tmp_path), path))
+    row = re.search(r"^\| %s \([0-9-]+\) \| [0-9a-f]{40} \| (.*) \|$" % re.escape(release),
+                    (ROOT / "roles" / "components" / "README.md").read_text(), re.M)
+    assert row, "the README's table of releases has a row for %s" % release
+    named = set(kustomize._remote_key(url) for url in re.findall(r"`(https://[^`]+)`", row.group(1)))
+    assert named == found
