@@ -214,7 +214,7 @@ def test_one_module_run_reads_the_profiles_inputs_once_when_the_profiles_are_as_
     from ansible_collections.kfocp.kubeflow.plugins.module_utils.tenancy import BUILDS, KINDS
     from helpers import ROOT
     monkeypatch.syspath_prepend(str(ROOT / "operator"))
-    from kfocp_operator.fastpath import role_settings  # the role's settings, as the operator derives them
+    from kfocp_operator.fastpath import tenancy_settings  # the role's settings, as the operator derives them
 
     names = ["%s-%d" % (instance, i) for i in range(2)]
     variables = {"profiles_list": [{"name": name, "owner": {"user": name + "@example.com"},
@@ -224,7 +224,7 @@ def test_one_module_run_reads_the_profiles_inputs_once_when_the_profiles_are_as_
     auth = {"kubeconfig": str(control_plane.kubeconfig)}
 
     def run(variables):
-        settings = role_settings(ROOT, "profiles", variables, instance)
+        settings = tenancy_settings(variables, instance)["profiles"]
         out, error = run_steps({"instance": instance, "state": "present", "settings": settings}, auth, steps,
                                builds=BUILDS, kinds=KINDS)
         assert error is None, error

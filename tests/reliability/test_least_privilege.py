@@ -245,11 +245,11 @@ def _wait(predicate, timeout, stage, interval=0.5):
 
 def _policies_applied(kube, namespace, instance):
     from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import namespace_policies
-    from kfocp_operator.fastpath import policy_settings
+    from kfocp_operator.fastpath import tenancy_settings
     live = kube.get(kube.resource("v1", "Namespace"), namespace)
     if live is None:
         return False
-    settings = policy_settings(ROOT, POLICY_SETTINGS, instance)
+    settings = tenancy_settings(POLICY_SETTINGS, instance)["namespace_policies"]
     for want in namespace_policies.objects_for_namespace(live, settings):
         meta = want["metadata"]
         found = kube.get(kube.resource(want["apiVersion"], want["kind"]), meta["name"], meta.get("namespace"))

@@ -25,7 +25,7 @@ from helpers import ROOT, labelled_objects, operator_account, play_profile_contr
 sys.path[:0] = [str(ROOT / "operator"), str(ROOT / "operator" / "hack")]
 
 import launch  # noqa: E402
-from kfocp_operator.fastpath import policy_settings  # noqa: E402
+from kfocp_operator.fastpath import tenancy_settings  # noqa: E402
 
 PROFILES = int(os.environ.get("KFOCP_LOAD_PROFILES", "200"))
 USERS = int(os.environ.get("KFOCP_LOAD_USERS", "20"))
@@ -117,7 +117,7 @@ def test_profiles_and_users_at_once_get_exactly_their_objects_with_bounded_memor
     kubeflows = kube.resource("kfocp.io/v1alpha1", "Kubeflow")
     teams = ["load-%04d" % i for i in range(PROFILES)]
     users = ["user-%04d" % i for i in range(USERS)]
-    settings = policy_settings(ROOT, {}, name)
+    settings = tenancy_settings({}, name)["namespace_policies"]
     sample = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "sample", "labels": {
         "app.kubernetes.io/part-of": "kubeflow-profile"}}}
     poller = Poller(kube, name, namespace_policies.objects_for_namespace(sample, settings))
