@@ -121,6 +121,11 @@ def _ready(kube, name, namespace):
     return cr if _condition(cr, "Ready").get("status") == "True" else None
 
 
+def _refused(kube, name, namespace):
+    """True when the resource's spec was refused before any change (Degraded, InvalidSpec)."""
+    return _condition(_kubeflow(kube, name, namespace), "Degraded").get("reason") == "InvalidSpec"
+
+
 def owned_objects(kube, instance):
     """{(apiVersion, kind, namespace, name): set label} of everything labelled as `instance`'s,
     and of others' objects that carry its patch label."""
@@ -172,8 +177,11 @@ def _converge_and_delete(control_plane, kube, cr, start, inspect=None):
         assert proc.poll() is None, log_path.read_text(errors="replace")[-4000:]
         control_plane.kubectl("create", "-f", "-", input=json.dumps(cr))
         try:
-            done = wait_for(lambda: proc.poll() is not None or _ready(kube, name, namespace), 600, interval=1,
+            # a spec the pre-flight refuses is not retried into Ready: stop at once
+            done = wait_for(lambda: proc.poll() is not None or _ready(kube, name, namespace)
+                            or _refused(kube, name, namespace), 600, interval=1,
                             what="Ready=True on Kubeflow %s/%s" % (namespace, name))
+            assert not (done is True and proc.poll() is None), "the spec was refused"
         except AssertionError:
             raise AssertionError("not Ready: %s\n%s" % (json.dumps((_kubeflow(kube, name, namespace) or {}).get(
                 "status"), indent=1), log_path.read_text(errors="replace")[-6000:])) from None
