@@ -171,50 +171,12 @@ def test_flags_that_let_client_identity_headers_through_are_refused(arg):
     assert auth.objects({"host": "a.b", "extra_args": ["--cookie-expire=8h"]}, mesh.gateway_info({}), SECRETS, LUA)
 
 
-# openshift/oauth-proxy options.go at 2b9ee007290b0e1cb85737f3b37075343f9f4857, verbatim: the AES key
-# it makes of the cookie secret, and (Validate, l.276-298) the sizes it accepts when
-# --pass-access-token or a --cookie-refresh other than 0 makes it create a cipher. Run by Go, so
-# that Go's own base64 decoder decides.
-OAUTH_PROXY_SECRET_BYTES = '''
-package main
-
-import (
-	"bufio"
-	"encoding/base64"
-	"fmt"
-	"os"
-)
-
-func addPadding(secret string) string {
-	padding := len(secret) % 4
-	switch padding {
-	case 1:
-		return secret + "==="
-	case 2:
-		return secret + "=="
-	case 3:
-		return secret + "="
-	default:
-		return secret
-	}
-}
-
-// secretBytes attempts to base64 decode the secret, if that fails it treats the secret as binary
-func secretBytes(secret string) []byte {
-	b, err := base64.URLEncoding.DecodeString(addPadding(secret))
-	if err == nil {
-		return []byte(addPadding(string(b)))
-	}
-	return []byte(secret)
-}
-
-func main() {
-	lines := bufio.NewScanner(os.Stdin)
-	for lines.Scan() {
-		fmt.Println(len(secretBytes(lines.Text())))
-	}
-}
-'''
+# openshift/oauth-proxy options.go at 2b9ee007290b0e1cb85737f3b37075343f9f4857: addPadding and
+# secretBytes, verbatim in tests/fixtures/oauth-proxy/secret_bytes.go, make the AES key of the cookie
+# secret, and Validate (l.276-298) accepts 16, 24 or 32 bytes when --pass-access-token or a
+# --cookie-refresh other than 0 makes it create a cipher. Run by Go, so that Go's own base64
+# decoder decides.
+OAUTH_PROXY_SECRET_BYTES = Path(__file__).resolve().parents[1] / "fixtures" / "oauth-proxy" / "secret_bytes.go"
 COOKIE_SECRETS = ["k" * 32, "k" * 16, "k" * 24, "x" * 20, base64.urlsafe_b64encode(b"0123456789abcdef").decode().rstrip("="),
                   base64.urlsafe_b64encode(b"0123456789abcdef01234567").decode(), "a+b/" * 6, "Zm9v" * 4 + "!", "k" * 43]
 
@@ -223,7 +185,7 @@ def oauth_proxy_key_sizes(tmp_path, secrets):
     if not shutil.which("go"):
         pytest.skip("no Go toolchain to run oauth-proxy's secretBytes")
     source = tmp_path / "main.go"
-    source.write_text(OAUTH_PROXY_SECRET_BYTES)
+    source.write_text(OAUTH_PROXY_SECRET_BYTES.read_text())
     env = dict(os.environ, GOFLAGS="-mod=mod", GO111MODULE="off", CGO_ENABLED="0")
     proc = subprocess.run(["go", "run", str(source)], input="\n".join(secrets) + "\n", capture_output=True,
                           text=True, env=env, cwd=str(tmp_path), timeout=600, check=False)
