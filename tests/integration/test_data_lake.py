@@ -179,8 +179,10 @@ def said(result):
 
 
 def wrong_inputs(result):
-    """The pre-flight's refusal (its fail task's message)."""
-    return " ".join(str(r.get("msg")) for r in result.task_results("fail") if r.get("failed"))
+    """The pre-flight's refusal: the message of the task that failed the run."""
+    return " ".join(str(((e.get("event_data") or {}).get("res") or {}).get("msg")) for e in result.events
+                    if e.get("event") == "runner_on_failed"
+                    and (e.get("event_data") or {}).get("task_action") == "ansible.builtin.fail")
 
 
 def extravars(instance, documents, **more):
