@@ -85,3 +85,14 @@ def test_watches_yaml_marks_the_spec_unsafe_and_keeps_its_keys(source):
     assert watch["snakeCaseParameters"] is False
     site = (ROOT / "playbooks" / "site.yml").read_text()
     assert "%s_spec | kfocp.kubeflow.spec_variables(__kfocp_spec_keys)" % CR_VARIABLE in site
+
+
+def test_the_second_stack_is_the_images(source):
+    """operator/hack/ansible-operator/requirements.txt pins the ansible-operator image's own versions
+    (images/ansible-operator/Pipfile.lock of the pinned module, Python 3.12)."""
+    lock = json.loads((source / "images" / "ansible-operator" / "Pipfile.lock").read_text())
+    assert lock["_meta"]["requires"]["python_version"] == "3.12"
+    pins = dict(line.split("==") for line in (GO_MOD.parent / "requirements.txt").read_text().splitlines()
+                if line and not line.startswith("#"))
+    for package in ("ansible-core", "ansible-runner", "kubernetes"):
+        assert "==" + pins[package] == lock["default"][package]["version"], package
