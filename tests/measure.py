@@ -34,8 +34,8 @@ def policy_kinds(variables):
     """The (apiVersion, kind) pairs of the policy objects the namespace_policies role gives one
     profile namespace, with these role variables."""
     from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import namespace_policies
-    from kfocp_operator.fastpath import role_settings
-    settings = role_settings(ROOT, "namespace_policies", variables, "x")
+    from kfocp_operator.fastpath import tenancy_settings
+    settings = tenancy_settings(variables, "x")["namespace_policies"]
     namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "x", "labels": dict(PROFILE_LABELS)}}
     objs = namespace_policies.objects_for_namespace(namespace, settings)
     return sorted(set((o["apiVersion"], o["kind"]) for o in objs))

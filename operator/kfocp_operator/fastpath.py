@@ -16,7 +16,7 @@ import sys
 import threading
 import time
 
-from ansible_collections.kfocp.kubeflow.plugins.module_utils import settings as role_settings
+from ansible_collections.kfocp.kubeflow.plugins.module_utils import settings as contract
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import KubeError
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.engine import ApplyError, Engine
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import scc
@@ -43,8 +43,8 @@ def tenancy_settings(variables, instance):
     environment), as the playbook's roles get them: each role's contract (module_utils/settings.py)
     on the variables as site.yml's roles see them (the service_mesh role's gateway with them).
     Returns {role: settings}; raises DefinitionError for settings no builder can use."""
-    variables = role_settings.site_facts(dict(variables, kfocp_instance=instance))
-    return dict((role, role_settings.resolve(role, variables)) for role in ("namespace_policies", "profiles", "scc"))
+    variables = contract.site_facts(dict(variables, kfocp_instance=instance))
+    return dict((role, contract.resolve(role, variables)) for role in ("namespace_policies", "profiles", "scc"))
 
 
 def _intern(value):
