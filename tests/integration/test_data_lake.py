@@ -211,6 +211,12 @@ def test_two_profiles_get_a_poddefault_and_a_trust_document_each_and_a_token_mat
     documents = tmp_path / "lake"
     extra = extravars(instance, documents)
 
+    # check mode says what it would do, and changes nothing
+    check = playbook("site", extra, check=True)
+    assert check.rc == 0, check.stdout[-4000:]
+    assert kube.get(kube.resource("kubeflow.org/v1alpha1", "PodDefault"), "data-lake", a) is None
+    assert not documents.exists()
+
     first = playbook("site", extra)
     assert first.rc == 0, first.stdout[-4000:]
     assert "issuer %s (Authentication cluster spec.serviceAccountIssuer)" % issuer in said(first)
