@@ -191,3 +191,47 @@ def test_olm_manual_install_plans_wait_for_approval(kube):
     assert play_olm_csv_succeeded(kube, "olm-manual", "op-m") == "op-m.v1.0.0"
     csv = kube.list(kube.resource(*standins.CSVS), namespace="olm-manual")[0]
     assert csv["status"]["phase"] == "Succeeded"
+
+
+def scc_pod(kube, namespace, name, pod_ctx=None, ctx=None, annotations=None):
+    container = {"name": "main", "image": "registry.access.redhat.com/ubi9/ubi-minimal:9.6"}
+    if ctx:
+        container["securityContext"] = ctx
+    body = {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": namespace, "annotations": dict(annotations or {})},
+            "spec": {"serviceAccountName": "app", "containers": [container], "securityContext": dict(pod_ctx or {})}}
+    return kube.request("POST", kube.path(kube.resource("v1", "Pod"), namespace), body=body)
+
+
+def test_scc_admission_checks_each_pod_against_the_sccs_its_account_and_creator_may_use(kube):
+    """scc_admission_choice on the seeded SCCs (hack/seed/sccs.yaml), with the usable ones asked of
+    the API server's RBAC: the account may use nonroot-v2 (a RoleBinding to its ClusterRole), the
+    creator restricted-v2 (system:authenticated). The namespace's group block starts at 1000700000."""
+    ns = "scc-live"
+    ensure_namespace(kube, ns)
+    kube.request("PATCH", kube.path(kube.resource("v1", "Namespace"), None, ns),
+                 content_type="application/merge-patch+json", body={"metadata": {"annotations": {standins.UID_RANGE_ANNOTATION: "1000700000/10000",
+                                                    standins.GROUPS_ANNOTATION: "1000700000/10000"}}})
+    kube.apply(kube.resource("v1", "ServiceAccount"),
+               {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "app", "namespace": ns}}, "test")
+    kube.apply(kube.resource("rbac.authorization.k8s.io/v1", "RoleBinding"),
+               {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                "metadata": {"name": "app-nonroot-v2", "namespace": ns},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                            "name": "system:openshift:scc:nonroot-v2"},
+                "subjects": [{"kind": "ServiceAccount", "name": "app", "namespace": ns}]}, "test")
+    creator = ("scc-live-creator", ("system:authenticated",))
+    first = scc_pod(kube, ns, "fs-first", pod_ctx={"fsGroup": 1000700000})
+    second = scc_pod(kube, ns, "fs-second", pod_ctx={"fsGroup": 1000700001})
+    pinned = scc_pod(kube, ns, "pinned", annotations={"openshift.io/required-scc": "nonroot-v2"})
+    not_root = scc_pod(kube, ns, "nonroot-false", ctx={"runAsUser": 1000, "runAsNonRoot": False})
+    assert standins.scc_admission_choice(kube, first, *creator) == "restricted-v2"
+    assert standins.scc_admission_choice(kube, second, *creator) == "nonroot-v2"
+    assert standins.scc_admission_choice(kube, pinned, *creator) == "nonroot-v2"
+    try:
+        standins.scc_admission_choice(kube, not_root, *creator)
+    except AssertionError as refused:
+        assert "nonroot-v2: spec.containers[0].securityContext.runAsNonRoot false is not allowed" in str(refused)
+        assert "anyuid: not usable by user or serviceaccount" in str(refused)
+    else:
+        raise AssertionError("runAsNonRoot false was admitted")
