@@ -66,8 +66,8 @@ def _tar_members(path):
 
 
 def check_go(value, pins):
-    module, _, rest = value.partition("@")
-    version, _, path = rest.partition("/")
+    module, rest = (value.split("@", 1) + [""])[:2]
+    version, path = (rest.split("/", 1) + [""])[:2]
     if not (module and version and path):
         return "%s is not MODULE@VERSION/PATH" % value
     if (module, version) not in pins:
@@ -85,7 +85,7 @@ def check_go(value, pins):
 
 
 def check_tar(value):
-    name, _, path = value.partition("/")
+    name, path = (value.split("/", 1) + [""])[:2]
     tarball = SHARED / "upstream" / name
     if not tarball.is_file():
         return None
@@ -127,7 +127,7 @@ def problems(text=None):
                      else check_git(value, facts) if kind == "git" else None)
             if error:
                 found.append("line %d: %s" % (number, error))
-        if section in CHECKED_SECTIONS and not any(kind in ("go", "tar", "git") for kind, _ in cited):
+        if section in CHECKED_SECTIONS and not any(c[0] in ("go", "tar", "git") for c in cited):
             found.append("line %d: cites no source in a checkable form (go:, tar: or git:): %s" % (number, source[:80]))
     return found
 
@@ -135,13 +135,13 @@ def problems(text=None):
 def test_every_row_cites_a_source_at_a_commit_or_version_and_a_test():
     found = rows()
     assert len(found) > 100
-    assert ["line %d: %s" % (number, cells[-2][:100]) for number, cells, _ in found if not SOURCE.search(cells[-2])] == []
-    assert ["line %d: %s" % (number, cells[-1][:100]) for number, cells, _ in found if not TEST_REF.search(cells[-1])] == []
+    assert ["line %d: %s" % (row[0], row[1][-2][:100]) for row in found if not SOURCE.search(row[1][-2])] == []
+    assert ["line %d: %s" % (row[0], row[1][-1][:100]) for row in found if not TEST_REF.search(row[1][-1])] == []
 
 
 def test_every_test_the_register_names_exists():
     missing = []
-    for number, cells, _ in rows():
+    for number, cells, _section in rows():
         for path, name in TEST_REF.findall(cells[-1]):
             source = ROOT / path
             if not source.exists() or (name and not re.search(r"def %s\b" % re.escape(name), source.read_text())):
@@ -151,7 +151,7 @@ def test_every_test_the_register_names_exists():
 
 def test_every_checkable_citation_holds():
     assert problems() == []
-    assert all(section in [s for _, _, s in rows()] for section in CHECKED_SECTIONS)
+    assert all(section in [row[2] for row in rows()] for section in CHECKED_SECTIONS)
 
 
 GPU_OPERATOR = "github.com/NVIDIA/gpu-operator@v0.0.0-20250917190837-d73a0086a6ba"

@@ -140,7 +140,7 @@ def test_the_workload_overrides_go_to_the_field_the_knative_operator_keeps_and_n
     `workloads`; both are applied, deployments first (GetDeploymentOverride)."""
     source = (require_module(pytest, *KNATIVE_OPERATOR) / "pkg/apis/operator/base/common.go").read_text()
     deprecated, comment = _json_field(source, "DeploymentOverride")
-    current, _ = _json_field(source, "Workloads")
+    current = _json_field(source, "Workloads")[0]
     assert "DEPRECATED. Use workloads" in comment and (deprecated, current) == ("deployments", "workloads")
     assert "append(c.DeploymentOverride, c.Workloads...)" in source
     given = {deprecated: [{"name": "activator", "labels": {"team": "x"}, "replicas": 3}],

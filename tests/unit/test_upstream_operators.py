@@ -145,7 +145,7 @@ WATERMARK_SPEC_FIELDS = {"watermarkPercentage", "nodeSelector", "tolerations", "
 
 
 def test_the_watermark_writes_only_the_operators_fields_within_its_bounds():
-    [_, _, watermark] = autoscaler.watermark({"namespace": "pns", "percentage": 100, "pause_pod_size": {"cpu": "1"}})
+    watermark = autoscaler.watermark({"namespace": "pns", "percentage": 100, "pause_pod_size": {"cpu": "1"}})[2]
     assert watermark["apiVersion"] == "redhatcop.redhat.io/v1alpha1"
     assert set(watermark["spec"]) <= WATERMARK_SPEC_FIELDS
     for bad in (0, 101):
@@ -200,7 +200,7 @@ def test_cert_manager_finds_the_certificate_of_every_moved_webhook():
                        if o["kind"] == "Certificate" and o["apiVersion"] == "cert-manager.io/v1")
     injected = [(o["kind"], o["metadata"]["name"], o["metadata"]["annotations"][annotation]) for o in moved
                 if (o["metadata"].get("annotations") or {}).get(annotation)]
-    assert injected and all(tuple(ref.split("/", 1)) in certificates for _, _, ref in injected), injected
+    assert injected and all(tuple(item[2].split("/", 1)) in certificates for item in injected), injected
     issuers = [o["spec"]["issuerRef"]["kind"] for o in moved
                if o["kind"] == "Certificate" and o["apiVersion"] == "cert-manager.io/v1"]
     assert set(issuers) == {"Issuer"}
