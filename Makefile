@@ -14,7 +14,7 @@ TEST_WORKERS ?= 2
 # A dial off the machine fails at once, and the tests name it. Builds, which need the package
 # registries, run outside it. NETNS=0 runs everything in the machine's own network namespace (also
 # needed with KFOCP_TEST_CLUSTER_DIR, whose control plane listens on the machine's loopback).
-NETNS ?= 0
+NETNS ?= 1
 OFFLINE := $(if $(filter 1,$(NETNS)),$(BIN)/python hack/netns.py --,)
 
 .PHONY: help venv build build-plane istioctl up down demo test unit integration lint sanity bench soak clean operator-crd demo-operator
@@ -29,6 +29,7 @@ $(BIN)/.installed: requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -r requirements-dev.txt
+	$(BIN)/pip install -q --no-deps -r requirements-aws.txt
 	touch $@
 
 $(COLLECTION_LINK):
