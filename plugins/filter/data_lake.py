@@ -16,4 +16,7 @@ class FilterModule(object):
             "data_lake_check": _wrap(data_lake.check),
             "data_lake_mode": _wrap(data_lake.cluster_mode),
             "data_lake_plan": _wrap(data_lake.plan),
+            "data_lake_aws_roles": _wrap(data_lake.aws_roles),
+            "data_lake_aws_role_candidates": _wrap(data_lake.aws_role_candidates),
+            "data_lake_aws_roles_to_remove": _wrap(data_lake.aws_roles_to_remove),
         }

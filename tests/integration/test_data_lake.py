@@ -17,6 +17,8 @@ import copy
 import gzip
 import json
 import os
+import socket
+import subprocess
 import sys
 from pathlib import Path
 
@@ -319,3 +321,95 @@ def test_a_cluster_without_an_issuer_the_cloud_can_trust_is_refused_before_any_c
     assert "set Authentication cluster spec.serviceAccountIssuer to its https URL" in refusal
     assert kube.get(kube.resource("kubeflow.org/v1alpha1", "PodDefault"), "data-lake", c) is None
     assert not os.path.exists(documents)
+
+
+# ---------------------------------------------------------------- the IAM roles, on an emulator
+
+AWS_ENV = {"AWS_EC2_METADATA_DISABLED": "true", "AWS_CONFIG_FILE": os.devnull,
+           "AWS_SHARED_CREDENTIALS_FILE": os.devnull, "AWS_ACCESS_KEY_ID": "testing",
+           "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1"}
+SECRET = "not-a-real-secret-0f3c9a"  # a dummy key, the emulator takes any: it must never be logged
+
+
+@pytest.fixture
+def iam_emulator(tmp_path):
+    """moto in server mode on a free loopback port: an emulator of IAM's API (moto's own account is
+    123456789012), so that amazon.aws.iam_role makes its real calls and nothing leaves the machine."""
+    server = Path(sys.executable).parent / "moto_server"
+    if not server.exists():
+        pytest.skip("needs moto[server] (requirements-dev.txt)")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    log = open(tmp_path / "moto.log", "wb")  # pylint: disable=consider-using-with
+    proc = subprocess.Popen([str(server), "-H", "127.0.0.1", "-p", str(port)], stdout=log, stderr=log,
+                            env=dict(os.environ, **AWS_ENV))
+    url = "http://127.0.0.1:%d" % port
+
+    def up():
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return True
+        except OSError:
+            return False
+    wait_for(up, 30, what="moto_server on %s" % url)
+    import boto3  # pylint: disable=import-outside-toplevel
+    client = boto3.client("iam", endpoint_url=url, region_name="us-east-1",
+                          aws_access_key_id="testing", aws_secret_access_key="testing")
+    yield url, client
+    proc.terminate()
+    proc.wait(timeout=30)
+    log.close()
+
+
+def test_with_credentials_the_profiles_iam_roles_are_created_with_their_trust_and_removed_with_them(
+        playbook, kube, control_plane, instance, tmp_path, iam_emulator):
+    url, iam = iam_emulator
+    dress(control_plane, control_plane.server)
+    install_poddefault_crd(control_plane)
+    a, b = instance + "-a", instance + "-b"
+    make_profiles(control_plane, kube, a, b)
+    # a role of the same name prefix that someone else made, without kfocp's tags
+    trust = json.dumps({"Version": "2012-10-17", "Statement": [
+        {"Effect": "Allow", "Principal": {"Service": "ec2.amazonaws.com"}, "Action": "sts:AssumeRole"}]})
+    iam.create_role(RoleName="kubeflow-%s-other" % instance, AssumeRolePolicyDocument=trust)
+    documents = tmp_path / "lake"
+    extra = extravars(instance, documents, data_lake_aws_create_roles=True, data_lake_aws_endpoint_url=url,
+                      data_lake_aws_access_key="testing", data_lake_aws_secret_key=SECRET)
+
+    first = playbook("site", extra, env=AWS_ENV)
+    assert first.rc == 0, first.stdout[-4000:]
+    assert SECRET not in first.stdout and SECRET not in json.dumps(first.events)
+    for name in (a, b):
+        role = iam.get_role(RoleName="kubeflow-" + name)["Role"]
+        document = json.loads((documents / "aws" / (name + ".json")).read_text())
+        assert role["AssumeRolePolicyDocument"] == document
+        assert role["Arn"] == "arn:aws:iam::%s:role/kubeflow-%s" % (ACCOUNT, name)
+        tags = dict((t["Key"], t["Value"]) for t in iam.list_role_tags(RoleName="kubeflow-" + name)["Tags"])
+        assert tags == {"app.kubernetes.io/managed-by": "kfocp", "kfocp.io/instance": instance}
+
+    again = playbook("site", extra, env=AWS_ENV)
+    assert again.rc == 0 and again.count("changed") == 0, again.stdout[-4000:]
+
+    # B stops being a profile namespace: its role goes; A's and the untagged one stay
+    assert control_plane.kubectl("label", "namespace", b, "app.kubernetes.io/part-of-").returncode == 0
+    third = playbook("site", extra, env=AWS_ENV)
+    assert third.rc == 0, third.stdout[-4000:]
+    names = set(r["RoleName"] for r in iam.list_roles()["Roles"])
+    assert "kubeflow-" + a in names and "kubeflow-" + b not in names
+    assert "kubeflow-%s-other" % instance in names
+
+    # a wanted role that exists without kfocp's tags is refused, and left as it is
+    iam.create_role(RoleName="kubeflow-" + b, AssumeRolePolicyDocument=trust)
+    assert control_plane.kubectl("label", "namespace", b, "app.kubernetes.io/part-of=kubeflow-profile").returncode == 0
+    refused = playbook("site", extra, env=AWS_ENV)
+    assert refused.rc != 0
+    assert "the IAM roles kubeflow-%s exist and are not kfocp's" % b in refused.stdout, refused.stdout[-4000:]
+    assert iam.get_role(RoleName="kubeflow-" + b)["Role"]["AssumeRolePolicyDocument"] == json.loads(trust)
+
+    # absent: kfocp's roles go, the others stay
+    off = playbook("site", dict(extra, data_lake_state="absent"), env=AWS_ENV)
+    assert off.rc == 0, off.stdout[-4000:]
+    names = set(r["RoleName"] for r in iam.list_roles()["Roles"])
+    assert "kubeflow-" + a not in names
+    assert {"kubeflow-" + b, "kubeflow-%s-other" % instance} <= names

@@ -372,3 +372,44 @@ def test_the_default_accounts_run_notebooks_pipelines_and_inference_in_every_ren
         for pd in [o for o in _plan(values, mode(values), names=("a",))["objects"] if o["kind"] == "PodDefault"]:
             assert set(pd["spec"]) <= set(fields)
     assert crd["spec"]["group"] == "kubeflow.org" and [v["name"] for v in crd["spec"]["versions"]] == ["v1alpha1"]
+
+
+# ---------------------------------------------------------------- the IAM roles, with credentials
+
+def test_a_role_arn_gives_the_name_and_path_as_aws_documents_them():
+    # awsdocs/iam-user-guide doc_source/reference_identifiers.md @ 0f5432dc0cfd2205a03920743143e9d5d7718aeb:
+    # "An IAM role: arn:aws:iam::123456789012:role/S3Access"; "Another user with a path reflecting an organization
+    # chart: arn:aws:iam::123456789012:user/division_abc/subdivision_xyz/Bob" (the path /division_abc/subdivision_xyz/)
+    doc = {"identity": "arn:aws:iam::123456789012:role/division_abc/subdivision_xyz/RDSAccess", "content": {"x": 1}}
+    plain = {"identity": "arn:aws:iam::123456789012:role/S3Access", "content": {}}
+    roles = d.aws_roles([doc, plain], "kf")
+    assert [(r["name"], r["path"]) for r in roles] == [("RDSAccess", "/division_abc/subdivision_xyz/"), ("S3Access", "/")]
+    assert roles[0]["document"] == {"x": 1}
+    assert roles[0]["tags"] == {"app.kubernetes.io/managed-by": "kfocp", "kfocp.io/instance": "kf"}
+
+
+def _live(name, tags=None):
+    return {"role_name": name, "arn": "arn:aws:iam::123456789012:role/" + name, "tags": tags or {}}
+
+
+def test_only_roles_tagged_for_this_instance_are_removed_and_a_foreign_wanted_role_is_refused():
+    ours = {"app.kubernetes.io/managed-by": "kfocp", "kfocp.io/instance": "kf"}
+    live = [_live("kf-a", ours), _live("kf-gone", ours), _live("kf-other"),
+            _live("kf-else", dict(ours, **{"kfocp.io/instance": "other"}))]
+    wanted = [{"name": "kf-a"}]
+    assert d.aws_roles_to_remove(live, wanted, "kf") == ["kf-gone"]
+    assert d.aws_roles_to_remove(live, [], "kf") == ["kf-a", "kf-gone"]
+    with pytest.raises(DefinitionError, match=r"^data_lake_aws_role_template: the IAM roles kf-other exist and are "
+                                              r"not kfocp's"):
+        d.aws_roles_to_remove(live, [{"name": "kf-other"}], "kf")
+
+
+def test_only_roles_the_settings_could_name_have_their_tags_read():
+    live = [_live("kf-a"), _live("kf-b"), _live("admin"), _live("single")]
+    assert d.aws_role_candidates(live, AWS, []) == ["kf-a", "kf-b"]
+    assert d.aws_role_candidates(live, {"data_lake_aws_roles": {"x": "arn:aws:iam::123456789012:role/single"}}, []) \
+        == ["single"]
+    values = {"data_lake_aws_role_template": "arn:aws:iam::123456789012:role/kf-{namespace}",
+              "data_lake_aws_roles": {"x": "arn:aws:iam::123456789012:role/single"}}
+    assert d.aws_role_candidates(live, values, [{"name": "admin"}]) == ["admin", "kf-a", "kf-b", "single"]
+    assert d.aws_role_candidates(live, values, []) == ["kf-a", "kf-b", "single"]

@@ -42,6 +42,11 @@ DEFAULTS = {
     "data_lake_aws_role_template": "",
     "data_lake_aws_roles": {},
     "data_lake_aws_region": "",
+    "data_lake_aws_create_roles": False,
+    "data_lake_aws_access_key": "",
+    "data_lake_aws_secret_key": "",
+    "data_lake_aws_session_token": "",
+    "data_lake_aws_endpoint_url": "",
     "data_lake_azure_tenant_id": "",
     "data_lake_azure_client_ids": {},
     "data_lake_azure_authority_host": "https://login.microsoftonline.com/",
@@ -404,10 +409,59 @@ def plan(values, mode, namespaces, serviceaccounts):
             require(AWS_ROLE_ARN.match(ident), "data_lake_aws_role_template", "gives %r for %s, not an IAM role ARN"
                     % (ident, ns), "Fix the template or name the namespace's role in data_lake_aws_roles")
         result["objects"] += _namespace_objects(s, ns, ident, mode, live_accounts)
-        result["documents"].append({"path": "%s/%s.json" % (provider, ns),
+        result["documents"].append({"path": "%s/%s.json" % (provider, ns), "identity": ident,
                                     "content": trust_document(s, mode, ns, ident)})
         missing = [a for a in s["data_lake_accounts"] if (ns, a) not in live_accounts]
         if missing and mode["injection"] == "webhook":
             result["skipped"].append("%s: no service account %s yet (annotated on the next run)"
                                      % (ns, ", ".join(missing)))
     return result
+
+
+# ---------------------------------------------------------------- the IAM roles, with credentials
+
+def aws_role_tags(instance):
+    """The tags that mark an IAM role kfocp created for this instance: only such a role is ever
+    changed or removed."""
+    return {o.MANAGED_BY: "kfocp", o.INSTANCE: instance or "kfocp"}
+
+
+def aws_roles(documents, instance):
+    """The IAM role of each profile, from the plan's AWS documents: {name, path, document, tags},
+    the name and path taken from the role ARN (arn:aws:iam::<account>:role<path><name>)."""
+    roles = []
+    for doc in documents or []:
+        resource = doc["identity"].split(":", 5)[5][len("role"):]
+        path, name = resource.rsplit("/", 1)
+        roles.append({"name": name, "path": path + "/", "document": doc["content"], "tags": aws_role_tags(instance)})
+    return roles
+
+
+def aws_role_candidates(live_roles, values, wanted):
+    """The names among the live IAM roles (ListRoles, which gives no tags) that kfocp may have
+    created: a wanted one, one named in data_lake_aws_roles, or one whose ARN fits
+    data_lake_aws_role_template for some namespace. Only their tags are read (GetRole)."""
+    s = settings_of(values)
+    arns = set((s["data_lake_aws_roles"] or {}).values())
+    names = set(role["name"] for role in wanted or [])
+    template = s["data_lake_aws_role_template"]
+    fits = re.compile("^" + ".+".join(re.escape(part) for part in template.split("{namespace}")) + "$") \
+        if template else None
+    return sorted(role["role_name"] for role in live_roles or []
+                  if role["role_name"] in names or role.get("arn") in arns or (fits and fits.match(role.get("arn", ""))))
+
+
+def aws_roles_to_remove(live_roles, wanted, instance):
+    """The names of the live IAM roles (amazon.aws.iam_role_info's iam_roles) that kfocp created for
+    this instance (both tags) and that no profile wants any more. An untagged role, or one of
+    another instance, is left alone whatever its name; a wanted role that exists without the tags
+    is someone else's, and refused before any change."""
+    tags = aws_role_tags(instance)
+    names = set(role["name"] for role in wanted or [])
+    ours = dict((role["role_name"], all((role.get("tags") or {}).get(k) == v for k, v in tags.items()))
+                for role in live_roles or [])
+    foreign = sorted(name for name in names if name in ours and not ours[name])
+    require(not foreign, "data_lake_aws_role_template",
+            "the IAM roles %s exist and are not kfocp's (no tags %s)" % (", ".join(foreign), json.dumps(tags)),
+            "Name other roles (data_lake_aws_role_template, data_lake_aws_roles), or delete those, then run again")
+    return sorted(name for name, mine in ours.items() if mine and name not in names)
