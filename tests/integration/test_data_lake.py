@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from helpers import only_roles, play_profile_controller, wait_for
+from helpers import isolated_policies, only_roles, play_profile_controller, wait_for
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit"))
 from test_data_lake_trust import aws_trust_admits  # noqa: E402  (the clouds' trust rules, with their tests)
@@ -413,3 +413,31 @@ def test_with_credentials_the_profiles_iam_roles_are_created_with_their_trust_an
     names = set(r["RoleName"] for r in iam.list_roles()["Roles"])
     assert "kubeflow-" + a not in names
     assert {"kubeflow-" + b, "kubeflow-%s-other" % instance} <= names
+
+
+def test_a_new_profile_gets_its_data_lake_on_a_profiles_run(playbook, kube, control_plane, instance, tmp_path):
+    """playbooks/profiles.yml, the play that declares profiles, converges their data lake too: a
+    profile declared there gets its PodDefault and its trust document once the profile controller
+    has made its namespace, with no site.yml run."""
+    dress(control_plane, control_plane.server)
+    install_poddefault_crd(control_plane)
+    new = instance + "-new"
+    documents = tmp_path / "lake"
+    extra = dict(isolated_policies(instance), kfocp_instance=instance,
+                 profiles_list=[{"name": new, "owner": {"user": "carol@example.com"}}],
+                 data_lake_enabled=True, data_lake_documents_dir=str(documents),
+                 data_lake_selector={"app.kubernetes.io/part-of": "kubeflow-profile", "kfocp-test": instance},
+                 data_lake_aws_role_template="arn:aws:iam::%s:role/kubeflow-{namespace}" % ACCOUNT)
+    first = playbook("profiles", extra)
+    assert first.rc == 0, first.stdout[-4000:]
+    play_profile_controller(control_plane, [new], {"kfocp-test": instance}, kube=kube)
+    second = playbook("profiles", extra)
+    assert second.rc == 0, second.stdout[-4000:]
+    pd = kube.get(kube.resource("kubeflow.org/v1alpha1", "PodDefault"), "data-lake", new)
+    assert pd is not None and {"name": "AWS_ROLE_ARN", "value": "arn:aws:iam::%s:role/kubeflow-%s" % (ACCOUNT, new)} \
+        in pd["spec"]["env"]
+    assert sorted(p.name for p in (documents / "aws").glob("*.json")) == [new + ".json"]
+    # off for the profiles play: the data lake is left as it is
+    off = playbook("profiles", dict(extra, kfocp_data_lake_enabled=False, data_lake_state="absent"))
+    assert off.rc == 0, off.stdout[-4000:]
+    assert kube.get(kube.resource("kubeflow.org/v1alpha1", "PodDefault"), "data-lake", new) is not None
