@@ -8,8 +8,8 @@ A source can be cited in a checkable form, in backquotes:
 - `tar:FILE/PATH`: a file in one of the upstream tarballs of ../shared/upstream; where the tarball
   is on the machine, PATH must be in it.
 - `git:OWNER/REPO@COMMIT:PATH`: a file of a repository at a commit that is not on the machine; the
-  row must name with `fact:FILE` the fact file of ../shared/facts that records that reading, and
-  that file must name the repository and the commit.
+  row must name with `fact:FILE` the file that records that reading (in ../shared/facts, or this
+  repository's docs/readings), and that file must name the repository and the commit.
 The rows of the sections listed in CHECKED_SECTIONS must each cite one source in that form.
 """
 import re
@@ -24,6 +24,8 @@ SOURCE = re.compile(r"\b[0-9a-f]{7,40}\b|\bv?\d+\.\d+\.\d+\b|\bv\d+\.\d+\b|relea
 CITATION = re.compile(r"`(go|tar|git|fact):([^`\s]+)`")
 GIT = re.compile(r"^([\w.-]+/[\w.-]+)@([0-9a-f]{7,40}):(\S+)$")
 SHARED = ROOT.parent / "shared"
+# Where a `fact:FILE` is looked up: the shared facts, then the readings kept in this repository.
+FACT_DIRS = (SHARED / "facts", ROOT / "docs" / "readings")
 # The sections whose every row cites its source in a checkable form.
 CHECKED_SECTIONS = ("NVIDIA GPU operator and Node Feature Discovery", "Knative Serving and KServe (OpenShift Serverless)",
                     "machine-api and proactive-node-scaling-operator", "OLM: what the GPU and Serverless roles rely on",
@@ -95,16 +97,21 @@ def check_tar(value):
     return None
 
 
+def fact_file(name):
+    """The fact file `name` where it is on the machine, else None."""
+    return next((folder / name for folder in FACT_DIRS if (folder / name).is_file()), None)
+
+
 def check_git(value, facts):
     match = GIT.match(value)
     if not match:
         return "%s is not OWNER/REPO@COMMIT:PATH (a commit of 7 to 40 hex digits)" % value
-    if not (SHARED / "facts").is_dir():
+    if not (SHARED / "facts").is_dir() and not any(fact_file(fact) for fact in facts):
         return None
     repo, commit = match.group(1), match.group(2)
     for fact in facts:
-        path = SHARED / "facts" / fact
-        if path.is_file():
+        path = fact_file(fact)
+        if path is not None:
             text = path.read_text()
             if repo in text and commit[:8] in text:
                 return None
@@ -120,7 +127,7 @@ def problems(text=None):
         cited = CITATION.findall(source)
         facts = [value for kind, value in cited if kind == "fact"]
         for fact in facts:
-            if (SHARED / "facts").is_dir() and not (SHARED / "facts" / fact).is_file():
+            if (SHARED / "facts").is_dir() and fact_file(fact) is None:
                 found.append("line %d: fact file %s does not exist" % (number, fact))
         for kind, value in cited:
             error = (check_go(value, pins) if kind == "go" else check_tar(value) if kind == "tar"
@@ -170,9 +177,8 @@ def test_a_made_up_source_fails():
         "line 5: github.com/made-up/repo@v0.0.0-20250101000000-deadbeefdead is pinned by no go.sum of the repository "
         "(tests/upstream/go.sum holds the modules read)"]
     made_up_git = problems(_register("`git:made-up/repo@deadbeef:x.go` `fact:gpu-autoscaling-serverless-readings.md`"))
-    if (SHARED / "facts").is_dir():
-        assert made_up_git == ["line 5: made-up/repo@deadbeef is recorded in no fact file the row names "
-                               "(gpu-autoscaling-serverless-readings.md)"]
+    assert made_up_git == ["line 5: made-up/repo@deadbeef is recorded in no fact file the row names "
+                           "(gpu-autoscaling-serverless-readings.md)"]
     assert problems(_register("`git:made-up/repo@deadbeef`")) == [
         "line 5: made-up/repo@deadbeef is not OWNER/REPO@COMMIT:PATH (a commit of 7 to 40 hex digits)"]
 

@@ -240,7 +240,7 @@ SERVERLESS_PUBLISHED = {
     "stable-1.38": ["4.16", "4.17", "4.18", "4.19", "4.20", "4.21", "4.22"],
 }
 # openshift/cluster-nfd-operator manifests/nfd.package.yaml at release-4.14 a62d778a to release-4.20
-# ae328811 (gpu-autoscaling-serverless-readings.md): one channel, stable, with nfd.v4.<minor>.0.
+# ae328811 (docs/readings/gpu-autoscaling-serverless-readings.md): one channel, stable, with nfd.v4.<minor>.0.
 NFD_CHANNELS = dict(("4.%d" % minor, ["stable"]) for minor in range(14, 21))
 
 
