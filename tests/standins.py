@@ -1182,7 +1182,6 @@ class OAuthProxy:
         # Go's url.Values.Encode sorts by key
         return "%s?%s" % (self.authorize_url, urlencode(sorted(params.items())))
 
-
     def __enter__(self):
         from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
         proxy = self

@@ -209,9 +209,9 @@ def test_scc_admission_checks_each_pod_against_the_sccs_its_account_and_creator_
     creator restricted-v2 (system:authenticated). The namespace's group block starts at 1000700000."""
     ns = "scc-live"
     ensure_namespace(kube, ns)
+    ranges = {standins.UID_RANGE_ANNOTATION: "1000700000/10000", standins.GROUPS_ANNOTATION: "1000700000/10000"}
     kube.request("PATCH", kube.path(kube.resource("v1", "Namespace"), None, ns),
-                 content_type="application/merge-patch+json", body={"metadata": {"annotations": {standins.UID_RANGE_ANNOTATION: "1000700000/10000",
-                                                    standins.GROUPS_ANNOTATION: "1000700000/10000"}}})
+                 content_type="application/merge-patch+json", body={"metadata": {"annotations": ranges}})
     kube.apply(kube.resource("v1", "ServiceAccount"),
                {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "app", "namespace": ns}}, "test")
     kube.apply(kube.resource("rbac.authorization.k8s.io/v1", "RoleBinding"),

@@ -54,7 +54,7 @@ def test_the_guard_ignores_loopback_and_other_processes(egress_guard):
                              stdout=subprocess.PIPE, text=True, start_new_session=True)
     egress_guard.exempt(child.pid)  # the session's guard would report the remote one: it is planted
     try:
-        pids = dict(child.stdout.readline().split() for _ in range(2))
+        pids = dict(child.stdout.readline().split() for _line in range(2))
         loopback, remote = int(pids["loopback"]), int(pids["remote"])
         # the process that holds only loopback sockets: nothing, though the other one, in the same
         # network namespace, holds a socket off the machine

@@ -162,26 +162,26 @@ def test_the_service_mesh_2_injector_adds_a_proxy_to_notebooks_only_with_kfocps_
 GO_FLAGS = """package main
 
 import (
-	"encoding/json"
-	"flag"
-	"os"
+    "encoding/json"
+    "flag"
+    "os"
 )
 
 func main() {
-	flagSet := flag.NewFlagSet("oauth2_proxy", flag.ContinueOnError)
-	out := map[string]interface{}{}
-	for _, name := range []string{"client-id", "redirect-url", "proxy-prefix", "scope", "approval-prompt",
-		"openshift-service-account", "config", "upstream", "openshift-sar", "https-address", "http-address"} {
-		flagSet.String(name, "", "")
-	}
-	for _, name := range BOOLS {
-		flagSet.Bool(name, false, "")
-	}
-	if err := flagSet.Parse(os.Args[1:]); err != nil {
-		out["error"] = err.Error()
-	}
-	flagSet.Visit(func(f *flag.Flag) { out[f.Name] = f.Value.String() })
-	json.NewEncoder(os.Stdout).Encode(out)
+    flagSet := flag.NewFlagSet("oauth2_proxy", flag.ContinueOnError)
+    out := map[string]interface{}{}
+    for _, name := range []string{"client-id", "redirect-url", "proxy-prefix", "scope", "approval-prompt",
+        "openshift-service-account", "config", "upstream", "openshift-sar", "https-address", "http-address"} {
+        flagSet.String(name, "", "")
+    }
+    for _, name := range BOOLS {
+        flagSet.Bool(name, false, "")
+    }
+    if err := flagSet.Parse(os.Args[1:]); err != nil {
+        out["error"] = err.Error()
+    }
+    flagSet.Visit(func(f *flag.Flag) { out[f.Name] = f.Value.String() })
+    json.NewEncoder(os.Stdout).Encode(out)
 }
 """
 ARGUMENTS = [
@@ -369,6 +369,6 @@ def test_the_mesh_operators_ready_status(kind, ready, reason):
     status = standins.mesh_ready_status(4, ready, kind)
     assert status["observedGeneration"] == 4
     [condition] = status["conditions"]
-    assert (condition["type"], condition["status"], condition["reason"]) == ("Ready", "True" if ready else "False",
-                                                                              reason)
+    wanted = ("Ready", "True" if ready else "False", reason)
+    assert (condition["type"], condition["status"], condition["reason"]) == wanted
     assert set(condition) <= {"type", "status", "reason", "message", "lastTransitionTime"}
