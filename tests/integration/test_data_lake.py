@@ -406,6 +406,9 @@ def test_with_credentials_the_profiles_iam_roles_are_created_with_their_trust_an
     assert refused.rc != 0
     assert "the IAM roles kubeflow-%s exist and are not kfocp's" % b in refused.stdout, refused.stdout[-4000:]
     assert iam.get_role(RoleName="kubeflow-" + b)["Role"]["AssumeRolePolicyDocument"] == json.loads(trust)
+    # refused before the cluster and the documents change
+    assert kube.get(kube.resource("kubeflow.org/v1alpha1", "PodDefault"), "data-lake", b) is None
+    assert not (documents / "aws" / (b + ".json")).exists()
 
     # absent: kfocp's roles go, the others stay
     off = playbook("site", dict(extra, data_lake_state="absent"), env=AWS_ENV)
