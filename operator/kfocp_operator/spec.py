@@ -29,7 +29,8 @@ OPERATOR_OPTIONS = {
                         "The annotation ansible.sdk.operatorframework.io/reconcile-period takes precedence."],
     },
 }
-# Role variables that act on the operator's own host: a file written, a program run. A CR editor
+# Role variables that act on the operator's own host: a file written, a program run, a cloud
+# credential used (and the endpoint it is sent to). A CR editor
 # must not choose them (they would write files and run programs as the operator), so they are not
 # in the CRD and the operator refuses them in a CR; only the operator's configuration (its
 # ConfigMap, its environment) sets them.
@@ -38,6 +39,10 @@ OPERATOR_ONLY = {
     "components_render_dir": "writes files in this directory",
     "scc_render_dir": "writes files in this directory",
     "components_mirror_file": "writes this file",
+    "data_lake_aws_access_key": "is a cloud credential used",
+    "data_lake_aws_secret_key": "is a cloud credential used",
+    "data_lake_aws_session_token": "is a cloud credential used",
+    "data_lake_aws_endpoint_url": "sends the cloud credentials to this endpoint",
 }
 # Bounds on what a CR may hold, so that a value too large or too deep is refused by the API server
 # (and, for free-form values, by the operator before a run: config.MAX_DEPTH), not by the
