@@ -80,8 +80,11 @@ def run_fast_path(control_plane, kube, variables):
     fast = fast_path(control_plane, variables)
     try:
         # the declared profile and the automatic ones of bob, carol and the self-service names
-        names = wait_for(lambda: (lambda found: found if len(found) >= 2 + len(SELF_SERVICE_PREFIXES) + 1 else None)(
-            _profiles(kube, instance)), timeout=60, what="the fast path's Profiles")
+        def settled_profiles():
+            found = _profiles(kube, instance)
+            return found if len(found) >= 2 + len(SELF_SERVICE_PREFIXES) + 1 else None
+
+        names = wait_for(settled_profiles, timeout=60, what="the fast path's Profiles")
         play_profile_controller(control_plane, names, {"kfocp-test": instance}, kube=kube)
         limits = kube.resource("v1", "LimitRange")
 
