@@ -429,6 +429,7 @@ def test_a_new_profile_gets_its_data_lake_on_a_profiles_run(playbook, kube, cont
     extra = dict(isolated_policies(instance), kfocp_instance=instance,
                  profiles_list=[{"name": new, "owner": {"user": "carol@example.com"}}],
                  data_lake_enabled=True, data_lake_documents_dir=str(documents),
+                 data_lake_injection="poddefault",  # an earlier test of this plane leaves the AWS webhook installed
                  data_lake_selector={"app.kubernetes.io/part-of": "kubeflow-profile", "kfocp-test": instance},
                  data_lake_aws_role_template="arn:aws:iam::%s:role/kubeflow-{namespace}" % ACCOUNT)
     first = playbook("profiles", extra)
