@@ -99,6 +99,11 @@ def test_a_definition_error_becomes_a_filter_error_with_its_message():
         as_filter(wrong)({})
 
 
+# Filters that must see their arguments as they came: spec_variables hands a Kubeflow resource's
+# values to the roles still marked unsafe by ansible-operator (markUnsafe), which a plain copy drops.
+UNWRAPPED = {"spec_variables"}
+
+
 def test_every_filter_of_the_collection_goes_through_the_glue():
     import importlib
     from pathlib import Path
@@ -107,5 +112,6 @@ def test_every_filter_of_the_collection_goes_through_the_glue():
         module = importlib.import_module("ansible_collections.kfocp.kubeflow.plugins.filter." + path.stem)
         for name, func in module.FilterModule().filters().items():
             names.append(name)
-            assert getattr(func, "__wrapped__", None) is not None, "%s (%s) is not wrapped by as_filter" % (name, path.name)
+            wrapped = getattr(func, "__wrapped__", None) is not None
+            assert wrapped != (name in UNWRAPPED), "%s (%s): wrapped by as_filter is %s" % (name, path.name, wrapped)
     assert len(names) == len(list(filters.glob("*.yml")))
