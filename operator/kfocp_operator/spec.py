@@ -43,6 +43,7 @@ OPERATOR_ONLY = {
     "data_lake_aws_secret_key": "is a cloud credential used",
     "data_lake_aws_session_token": "is a cloud credential used",
     "data_lake_aws_endpoint_url": "sends the cloud credentials to this endpoint",
+    "data_lake_documents_dir": "writes files in this directory",
 }
 # Bounds on what a CR may hold, so that a value too large or too deep is refused by the API server
 # (and, for free-form values, by the operator before a run: config.MAX_DEPTH), not by the
