@@ -25,7 +25,7 @@ help:
 	@echo "make up / make down - start / stop the local control plane (.cluster/)"
 	@echo "make bench  - benchmarks against the alternatives (QUICK=1 for a CI-sized run)"
 
-$(BIN)/.installed: requirements.txt requirements-dev.txt
+$(BIN)/.installed: requirements.txt requirements-dev.txt requirements-aws.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -r requirements-dev.txt
