@@ -6,8 +6,8 @@ nothing; then what the cluster holds is judged by upstream's objects: the Author
 read back from the API server decide, for each path the VirtualServices read back publish, whether
 a logged-in user's request from the gateway kfocp runs is admitted, and one from another workload
 is not. The CRDs of cert-manager and of the mesh, which OpenShift's operators provide, are installed
-first from the release's own render. On a control plane of its own: the tree makes cluster-wide objects
-with fixed names."""
+first from the release's own render. Each case on a control plane of its own: the tree makes
+cluster-wide objects with fixed names, and the cases install into the same namespace."""
 import gzip
 import tarfile
 
@@ -16,9 +16,10 @@ import yaml
 
 from ansible_collections.kfocp.kubeflow.plugins.module_utils import authz
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import mesh
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import Client
+from cluster import ControlPlane
 from helpers import ROOT, wait_for
 
-OWN_PLANE = True
 UPSTREAM = ROOT.parent / "shared" / "upstream"
 pytestmark = pytest.mark.skipif(not UPSTREAM.is_dir(), reason="../shared/upstream (upstream's trees) is absent")
 UPSTREAM_PRINCIPAL = "cluster.local/ns/istio-system/sa/istio-ingressgateway-service-account"
@@ -27,6 +28,26 @@ UPSTREAM_PRINCIPAL = "cluster.local/ns/istio-system/sa/istio-ingressgateway-serv
 UI_PATHS = {"/", "/jupyter/", "/volumes/", "/tensorboards/", "/katib/", "/pipeline"}
 OPTIONAL_UI_PATHS = {"/kserve-endpoints/"}
 CRD = ("apiextensions.k8s.io/v1", "CustomResourceDefinition")
+
+
+@pytest.fixture
+def release_plane(tmp_path_factory):
+    """A control plane for one case, and a client of it."""
+    plane = ControlPlane(tmp_path_factory.mktemp("release-plane")).up()
+    try:
+        yield plane, Client.from_params({"kubeconfig": str(plane.kubeconfig)})
+    finally:
+        plane.destroy()
+
+
+@pytest.fixture
+def control_plane(release_plane):
+    return release_plane[0]
+
+
+@pytest.fixture
+def kube(release_plane):
+    return release_plane[1]
 
 
 def render(release):
