@@ -39,12 +39,12 @@ $(COLLECTION_LINK):
 venv: $(BIN)/.installed $(COLLECTION_LINK)
 
 # Every binary the tests run is built here, before them, and the upstream modules the tests read
-# as oracles (tests/upstream) are downloaded: a test downloads nothing.
+# as oracles (tests/upstream) are downloaded at the versions go.mod pins: a test downloads nothing.
 build: venv
 	$(BIN)/python hack/cluster.py build --workloads --judges
 	$(BIN)/python hack/argocd.py build
 	$(BIN)/python operator/hack/build.py
-	cd tests/upstream && go mod download
+	cd tests/upstream && go mod download $$(awk '/^\t[a-z]/ {print $$1 "@" $$2}' go.mod)
 	@command -v redis-server >/dev/null || (apt-get update -qq && apt-get install -y -qq redis-server >/dev/null) \
 		|| { echo "Argo CD's tests need Redis: install Debian's redis-server"; exit 1; }
 
