@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import auth_from
+from test_client import assert_read_as_kubernetes_core_reads_it
 
 
 class _Credential:
@@ -34,11 +34,6 @@ def kubernetes_bearer_token(cred, env, private_data_dir):
         env['K8S_AUTH_VERIFY_SSL'] = 'False'
 
 
-CORE_NAME = {"kubeconfig": "kubeconfig", "context": "context", "host": "host", "api_key": "api_key",
-             "ca_cert": "ssl_ca_cert", "client_cert": "cert_file", "client_key": "key_file",
-             "validate_certs": "verify_ssl", "proxy": "proxy"}
-
-
 @pytest.mark.parametrize("inputs, verified", [
     ({"host": "https://api.example.com:6443", "bearer_token": "t", "verify_ssl": True, "ssl_ca_cert": "PEM"}, True),
     ({"host": "https://api.example.com:6443", "bearer_token": "t", "verify_ssl": True}, False),
@@ -46,18 +41,9 @@ CORE_NAME = {"kubeconfig": "kubeconfig", "context": "context", "host": "host", "
     ({"host": "https://api.example.com:6443", "bearer_token": "t"}, False),
 ])
 def test_what_awx_injects_is_read_as_kubernetes_core_reads_it(inputs, verified, tmp_path, monkeypatch):
-    from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import _create_auth_spec
-
     env = {}
     kubernetes_bearer_token(_Credential(inputs), env, str(tmp_path))
-    for name in [n for n in os.environ if n.startswith("K8S_AUTH_")]:
-        monkeypatch.delenv(name)
-    for name, value in env.items():
-        monkeypatch.setenv(name, value)
-    core = _create_auth_spec()
-    ours = auth_from({}, env)
-    assert dict((CORE_NAME[k], v) for k, v in ours.items()) == \
-        dict((k, v) for k, v in core.items() if k in CORE_NAME.values())
+    ours = assert_read_as_kubernetes_core_reads_it(env, monkeypatch)
     # without a CA, AWX's credential turns verification off, in kubernetes.core and in kfocp alike
     assert ours["validate_certs"] is verified
     assert ours["host"] == inputs["host"] and ours["api_key"] == "t"

@@ -36,8 +36,9 @@ CORE_NAME = {"kubeconfig": "kubeconfig", "context": "context", "host": "host", "
              "validate_certs": "verify_ssl", "proxy": "proxy"}
 
 
-@pytest.mark.parametrize("env", ENVIRONMENTS)
-def test_the_environment_is_read_as_kubernetes_core_reads_it(env, monkeypatch):
+def assert_read_as_kubernetes_core_reads_it(env, monkeypatch):
+    """kfocp's auth_from and kubernetes.core's _create_auth_spec give the same settings for `env`
+    (the process's K8S_AUTH_* variables replaced by it)."""
     from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import _create_auth_spec
 
     for name in [n for n in os.environ if n.startswith("K8S_AUTH_")]:
@@ -48,3 +49,9 @@ def test_the_environment_is_read_as_kubernetes_core_reads_it(env, monkeypatch):
     ours = auth_from({}, env)
     assert dict((CORE_NAME[k], v) for k, v in ours.items()) == \
         dict((k, v) for k, v in core.items() if k in CORE_NAME.values())
+    return ours
+
+
+@pytest.mark.parametrize("env", ENVIRONMENTS)
+def test_the_environment_is_read_as_kubernetes_core_reads_it(env, monkeypatch):
+    assert_read_as_kubernetes_core_reads_it(env, monkeypatch)
