@@ -15,6 +15,8 @@ The rows of the sections listed in CHECKED_SECTIONS must each cite one source in
 import re
 import tarfile
 
+import pytest
+
 from gomod import cache_root, escape, module_dir
 from helpers import ROOT
 
@@ -26,6 +28,10 @@ GIT = re.compile(r"^([\w.-]+/[\w.-]+)@([0-9a-f]{7,40}):(\S+)$")
 SHARED = ROOT.parent / "shared"
 # Where a `fact:FILE` is looked up: the shared facts, then the readings kept in this repository.
 FACT_DIRS = (SHARED / "facts", ROOT / "docs" / "readings")
+# The reading of what kfocp relies on without a row (its first table, one reliance a line): each
+# of its rows is answered by a register row that carries `gap:N` (N its 1-based row number there).
+GAPS = SHARED / "facts" / "register-gaps.md"
+GAP = re.compile(r"`gap:(\d+(?:,\d+)*)`")
 # The sections whose every row cites its source in a checkable form.
 CHECKED_SECTIONS = ("NVIDIA GPU operator and Node Feature Discovery", "Knative Serving and KServe (OpenShift Serverless)",
                     "machine-api and proactive-node-scaling-operator", "OLM: what the GPU and Serverless roles rely on",
@@ -134,7 +140,7 @@ def problems(text=None):
                      else check_git(value, facts) if kind == "git" else None)
             if error:
                 found.append("line %d: %s" % (number, error))
-        if section in CHECKED_SECTIONS and not any(c[0] in ("go", "tar", "git") for c in cited):
+        if (section in CHECKED_SECTIONS or GAP.search(source)) and not any(c[0] in ("go", "tar", "git") for c in cited):
             found.append("line %d: cites no source in a checkable form (go:, tar: or git:): %s" % (number, source[:80]))
     return found
 
@@ -193,3 +199,40 @@ def test_a_path_that_does_not_exist_at_the_cited_version_fails():
         assert problems(_register("`tar:kubeflow-manifests-v1.10.2.tar.gz/applications/kserve/kserve/kserve_kubeflow.yaml`")) == []
         assert problems(_register("`tar:kubeflow-manifests-v1.10.2.tar.gz/applications/made-up.yaml`")) == [
             "line 5: applications/made-up.yaml is not in kubeflow-manifests-v1.10.2.tar.gz"]
+
+
+def gap_rows(text):
+    """(program, reliance) of each row of the first table of register-gaps.md, in order."""
+    out = []
+    for line in text.split("\n\n| key |")[0].splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")] if line.startswith("| ") else []
+        if len(cells) >= 4 and cells[0] != "program" and not set(cells[0]) <= set("-"):
+            out.append((cells[0], cells[1]))
+    return out
+
+
+def answered(text=None):
+    """{gap number: [register lines that answer it]}."""
+    found = {}
+    for number, cells, _section in rows(text):
+        for match in GAP.findall(cells[-2]):
+            for gap in match.split(","):
+                found.setdefault(int(gap), []).append(number)
+    return found
+
+
+@pytest.mark.skipif(not GAPS.is_file(), reason="../shared/facts/register-gaps.md is absent")
+def test_every_reliance_the_reading_found_has_a_row():
+    gaps = gap_rows(GAPS.read_text())
+    assert len(gaps) == 106, "register-gaps.md changed: renumber the register's gap: markers"
+    found = answered()
+    assert sorted(n for n in found if not 1 <= n <= len(gaps)) == []
+    missing = ["%d: %s: %s" % (n, gaps[n - 1][0], gaps[n - 1][1][:90]) for n in range(1, len(gaps) + 1) if n not in found]
+    assert missing == []
+
+
+def test_a_row_that_answers_a_gap_must_cite_a_checkable_source():
+    planted = "\n".join(["## Kubernetes", "", "| relies on | source | test |", "|---|---|---|",
+                         "| a planted row | kubernetes v1.36.4 `gap:3` | tests/unit/test_contracts_register.py |"])
+    assert answered(planted) == {3: [5]}
+    assert problems(planted) == ["line 5: cites no source in a checkable form (go:, tar: or git:): kubernetes v1.36.4 `gap:3`"]
