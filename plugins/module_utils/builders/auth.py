@@ -57,6 +57,11 @@ SECRET_KEYS = ("client_secret", "cookie_secret")
 DELEGATE_FLAG = "--openshift-delegate-urls"
 IDENTITY_FLAGS = ("--skip-auth-regex", "--bypass-auth-for", "--bypass-auth-except-for", "--skip-auth-preflight",
                   "--htpasswd-file", "--pass-user-headers", "--pass-basic-auth")
+# oauth-proxy's own paths hang under --proxy-prefix (main.go: default /oauth; oauthproxy.go: PingPath
+# <prefix>/healthz, SignOutPath <prefix>/sign_out, the callback <prefix>/callback): the probes, the
+# redirect URL and the dashboard's logout path (components_dashboard_logout_url) name /oauth.
+PROXY_PREFIX = "/oauth"
+PREFIX_FLAG = "--proxy-prefix"
 
 
 def normalise(settings, field="auth"):
@@ -107,6 +112,11 @@ def normalise(settings, field="auth"):
                 "%s would let bearer tokens in, authorised by its own access record rather than auth_sar" % flag,
                 "Leave it out: users log in through the browser; programs use the components' Services in the "
                 "cluster with a ServiceAccount token (roles/auth/README.md, API clients)")
+        require(flag != PREFIX_FLAG, field + "_extra_args",
+                "%s would move oauth-proxy's own paths away from %s: its probes (%s/healthz), the OAuth callback "
+                "(%s/callback) and the dashboard's logout (%s/sign_out) name them" % ((flag,) + (PROXY_PREFIX,) * 4),
+                "Leave it out: kfocp serves Kubeflow at the root of auth_host, with oauth-proxy's paths under %s"
+                % PROXY_PREFIX)
         require(flag not in IDENTITY_FLAGS, field + "_extra_args",
                 "%s would let a request reach the gateway with identity headers the client chose" % flag,
                 "Leave it out: the gateway trusts x-forwarded-user and x-forwarded-email, which oauth-proxy "
@@ -252,7 +262,7 @@ def proxy_args(settings, gateway):
             "--client-id=%s" % s["client_id"],
             "--client-secret-file=/etc/oauth/client/client_secret",
             "--cookie-secret-file=/etc/oauth/client/cookie_secret",
-            "--redirect-url=https://%s/oauth/callback" % s["host"],
+            "--redirect-url=https://%s%s/callback" % (s["host"], PROXY_PREFIX),
             "--tls-cert=/etc/tls/private/tls.crt",
             "--tls-key=/etc/tls/private/tls.key",
             "--openshift-sar=%s" % sar(s, proxy_namespace),
@@ -304,8 +314,8 @@ def objects(settings, gateway, secrets, lua_source):
     container = {
         "name": "oauth-proxy", "image": s["image"], "args": proxy_args(s, gateway),
         "ports": [{"name": "https", "containerPort": HTTPS_PORT, "protocol": "TCP"}],
-        "readinessProbe": {"httpGet": {"path": "/oauth/healthz", "port": HTTPS_PORT, "scheme": "HTTPS"}},
-        "livenessProbe": {"httpGet": {"path": "/oauth/healthz", "port": HTTPS_PORT, "scheme": "HTTPS"}},
+        "readinessProbe": {"httpGet": {"path": PROXY_PREFIX + "/healthz", "port": HTTPS_PORT, "scheme": "HTTPS"}},
+        "livenessProbe": {"httpGet": {"path": PROXY_PREFIX + "/healthz", "port": HTTPS_PORT, "scheme": "HTTPS"}},
         "resources": {"requests": {"cpu": "10m", "memory": "64Mi"}, "limits": {"memory": "256Mi"}},
         "securityContext": {"allowPrivilegeEscalation": False, "runAsNonRoot": True,
                             "capabilities": {"drop": ["ALL"]}},

@@ -42,6 +42,10 @@ _NETWORKING_KINDS = ("Gateway", "VirtualService", "DestinationRule", "ServiceEnt
                      "WorkloadGroup")
 _SECURITY_KINDS = ("AuthorizationPolicy", "PeerAuthentication", "RequestAuthentication")
 _VERSION_2 = re.compile(r"^v2\.[0-9]+$")
+# The Service Mesh 2 operator installs the Istio CRDs of the control plane's version (and never
+# replaces newer ones): those of v2.3 and v2.4 serve no security.istio.io/v1, in which the profiles,
+# namespace_policies and components roles write AuthorizationPolicies; v2.5 and v2.6 serve it.
+OSSM2_VERSIONS = ("v2.5", "v2.6")
 _VERSION_3 = re.compile(r"^v1\.[0-9]+(\.[0-9]+|-latest)$")
 
 DEFAULTS = {
@@ -125,6 +129,9 @@ def normalise(settings, field="service_mesh"):
             "must be true or false", "Leave it false (the default) unless you guard the gateway your own way")
     require(isinstance(o2["version"], str) and _VERSION_2.match(o2["version"]), field + "_ossm2.version",
             "%r is not a Service Mesh 2 control plane version" % (o2["version"],), "Use v2.<minor>, e.g. v2.6")
+    require(o2["version"] in OSSM2_VERSIONS, field + "_ossm2.version",
+            "%s: its Istio CRDs serve no security.istio.io/v1, the version of kfocp's AuthorizationPolicies"
+            % o2["version"], "Use %s" % " or ".join(OSSM2_VERSIONS))
     o3 = s["ossm3"]
     require(isinstance(o3["version"], str) and _VERSION_3.match(o3["version"]), field + "_ossm3.version",
             "%r is not an Istio version" % (o3["version"],), "Use v1.<minor>.<patch> or v1.<minor>-latest")
