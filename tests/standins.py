@@ -915,11 +915,15 @@ def _block(value):
 
 
 def namespace_ranges(namespace):
-    """(UID range, group range) of a Namespace object, from its annotations (the groups fall back
-    to the UID range, sccmatching/matcher.go getSupplementalGroupsAnnotation); None where unset."""
+    """(UID range, group blocks) of a Namespace object, from its annotations: the UID range is the
+    first block of the uid-range annotation, the groups every block of the supplemental-groups
+    annotation, else of the uid-range one (sccmatching/matcher.go getSupplementalGroupsAnnotation,
+    parseSupplementalGroupAnnotation); None where unset."""
     annotations = ((namespace or {}).get("metadata") or {}).get("annotations") or {}
     uids = _block(annotations.get(UID_RANGE_ANNOTATION))
-    return uids, _block(annotations.get(GROUPS_ANNOTATION, annotations.get(UID_RANGE_ANNOTATION)))
+    groups = annotations.get(GROUPS_ANNOTATION, annotations.get(UID_RANGE_ANNOTATION))
+    blocks = [_block(segment) for segment in groups.split(",")] if groups else []
+    return uids, (blocks if blocks and all(blocks) else None)
 
 
 def scc_admit(sccs, pod, usable, namespace=None):

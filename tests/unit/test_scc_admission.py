@@ -95,6 +95,27 @@ def test_a_pod_no_usable_scc_admits_is_refused_with_each_reason(obj, usable, mes
 def test_the_namespaces_group_block_falls_back_to_the_uid_range():
     namespace = {"metadata": {"annotations": {"openshift.io/sa.scc.uid-range": "1000700000/10000"}}}
     assert standins.namespace_ranges(namespace) == ({"start": 1000700000, "size": 10000},
-                                                    {"start": 1000700000, "size": 10000})
+                                                    [{"start": 1000700000, "size": 10000}])
     assert standins.scc_admit(shipped(), pod(pod_ctx={"fsGroup": 1000700000}), lambda n: n == "restricted-v2",
                               namespace) == "restricted-v2"
+
+
+def test_supplemental_groups_may_be_in_any_block_and_fs_group_only_the_first_blocks_start():
+    """sccmatching/matcher.go: getPreallocatedSupplementalGroups makes one range of each
+    comma-separated block of openshift.io/sa.scc.supplemental-groups (group/mustrunas.go allows a
+    group in any of them); getPreallocatedFSGroup allows only the first block's start."""
+    namespace = {"metadata": {"annotations": {"openshift.io/sa.scc.uid-range": "1000660000/10000",
+                                              "openshift.io/sa.scc.supplemental-groups": "5000/10,7000/10"}}}
+    assert standins.namespace_ranges(namespace)[1] == [{"start": 5000, "size": 10}, {"start": 7000, "size": 10}]
+    hostnet = ("hostnetwork-v2",)  # the one shipped SCC whose supplementalGroups is MustRunAs
+    assert standins.scc_admit(shipped(), pod(pod_ctx={"supplementalGroups": [5009, 7003]}, hostNetwork=True),
+                              lambda n: n in hostnet, namespace) == "hostnetwork-v2"
+    with pytest.raises(AssertionError, match=r"supplementalGroups 7010 is outside the namespace's group blocks "
+                                             r"5000-5009, 7000-7009"):
+        standins.scc_admit(shipped(), pod(pod_ctx={"supplementalGroups": [7010]}, hostNetwork=True),
+                           lambda n: n in hostnet, namespace)
+    assert standins.scc_admit(shipped(), pod(pod_ctx={"fsGroup": 5000}, hostNetwork=True),
+                              lambda n: n in hostnet, namespace) == "hostnetwork-v2"
+    with pytest.raises(AssertionError, match="fsGroup 7000 is not 5000"):
+        standins.scc_admit(shipped(), pod(pod_ctx={"fsGroup": 7000}, hostNetwork=True), lambda n: n in hostnet,
+                           namespace)

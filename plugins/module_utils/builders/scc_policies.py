@@ -10,8 +10,8 @@ strategies against a pod spec the way OpenShift's SCC admission validates it
 (openshift/apiserver-library-go pkg/securitycontextconstraints): privileged containers,
 privilege escalation, added capabilities, host network/PID/IPC and host ports, volume types and
 hostPath, runAsUser (MustRunAsRange, MustRunAsNonRoot, RunAsAny), SELinux, fsGroup (MustRunAs: the
-first value of the namespace's group block only), supplementalGroups (MustRunAs within the
-namespace's range), RunAsAny, seccomp profiles (the
+first value of the namespace's group block only), supplementalGroups (MustRunAs within any of the
+namespace's group blocks), RunAsAny, seccomp profiles (the
 fields and the seccomp annotations, which SCC admission still reads) and sysctls: one check per
 field, pod fields first, then each container's (_POD_CHECKS, _CONTAINER_CHECKS).
 runAsGroup is not read: none of these six SCCs sets a runAsGroup strategy, and the admission
@@ -186,14 +186,18 @@ def _volume_type(volume):
 class _Pod:
     """A pod spec under check, with the namespace's ranges its fixed IDs must fall in."""
 
-    __slots__ = ("spec", "context", "annotations", "uid_range", "group_range")
+    __slots__ = ("spec", "context", "annotations", "uid_range", "group_range", "group_blocks")
 
     def __init__(self, spec, uid_range, group_range, annotations=None):
         self.spec = spec or {}
         self.context = self.spec.get("securityContext") or {}
         self.annotations = annotations or {}
         self.uid_range = uid_range
-        self.group_range = group_range if group_range is not None else uid_range
+        group_range = group_range if group_range is not None else uid_range
+        # The namespace's group blocks: one range, or a list of them (the annotation's comma-separated
+        # blocks). fsGroup gets the first block's start, supplementalGroups every block.
+        self.group_blocks = [b for b in (group_range if isinstance(group_range, list) else [group_range]) if b]
+        self.group_range = self.group_blocks[0] if self.group_blocks else group_range
 
 
 class _Container:
@@ -244,10 +248,16 @@ def _fs_group(scc, pod):
 
 
 def _supplemental_groups(scc, pod):
+    """MustRunAs: a group in any of the namespace's blocks, each a range of its own
+    (sccmatching/matcher.go getPreallocatedSupplementalGroups, group/mustrunas.go isGroupValid)."""
     if scc["supplementalGroups"] != "MustRunAs":
         return []
-    return [("spec.securityContext.supplementalGroups", "%d is %s" % (group, _range_text(pod.group_range)))
-            for group in pod.context.get("supplementalGroups") or [] if not _in_range(group, pod.group_range)]
+    where = (_range_text(pod.group_range) if len(pod.group_blocks) < 2 else
+             "outside the namespace's group blocks %s" % ", ".join(
+                 "%d-%d" % (int(b["start"]), int(b["start"]) + int(b["size"]) - 1) for b in pod.group_blocks))
+    return [("spec.securityContext.supplementalGroups", "%d is %s" % (group, where))
+            for group in pod.context.get("supplementalGroups") or []
+            if not any(_in_range(group, block) for block in pod.group_blocks)]
 
 
 def _pod_selinux(scc, pod):
@@ -370,7 +380,7 @@ def refusals(name, spec, uid_range=None, group_range=None, annotations=None):
 
     `uid_range` and `group_range` ({start, size}) are the namespace's UID and supplemental group
     ranges (OpenShift annotates each namespace with them; the group range is the UID range unless
-    set otherwise). Unknown (None or {}): a fixed value is taken to be outside. `annotations` are
+    set otherwise); `group_range` may also be a list of such blocks. Unknown (None or {}): a fixed value is taken to be outside. `annotations` are
     the pod's, for the seccomp annotations SCC admission reads. `name` may also be the strategies of
     an SCC object (strategies())."""
     scc = SCCS[name] if isinstance(name, str) else name
