@@ -21,7 +21,7 @@ def inventory(path, kubectl, servers, hostvars=None):
     for host, server in servers.items():
         hosts[host] = {"ansible_connection": "local", "ansible_python_interpreter": sys.executable,
                        "kfocp_instance": host, "components_source": "dir",
-                       "components_dir": str(ROOT / "tests" / "fixtures" / "manifests"),
+                       "components_dir": str(ROOT / "tests" / "fixtures" / "manifests"), "components_release": "v1.10.2",
                        "components_components": LOCAL_COMPONENTS, "components_kubectl": kubectl,
                        "components_no_log": False}
         if server:

@@ -242,9 +242,9 @@ def mesh_vars(flavour, instance):
 def components_only(instance, *managed):
     """Extravars for playbooks/components.yml that manage only the `managed` components (upstream's
     kubeflow-roles, say) and mark every other one removed."""
-    import yaml
-    defaults = yaml.safe_load((ROOT / "roles" / "components" / "defaults" / "main.yml").read_text())
-    states = dict((name, "managed" if name in managed else "removed") for name in defaults["components_catalog"])
+    from ansible_collections.kfocp.kubeflow.plugins.module_utils import releases
+    states = dict((name, "managed" if name in managed else "removed")
+                  for name in releases.RELEASES["v1.10.2"]["catalog"])  # the fixture tree's release
     return {"kfocp_instance": instance, "components_components": states}
 
 

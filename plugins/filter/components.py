@@ -1,13 +1,14 @@
 # -*- coding: utf-8 -*-
 # Copyright: kfocp contributors
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters for the components role: choose components, and adapt their rendered manifests."""
+"""Filters for the components role: choose the release and components, and adapt their rendered manifests."""
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
 from ansible.utils.display import Display
 
+from ansible_collections.kfocp.kubeflow.plugins.module_utils import releases
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import manifests
 from ansible_collections.kfocp.kubeflow.plugins.plugin_utils.filters import as_filter as _wrap
 
@@ -27,6 +28,7 @@ def components_assemble(rendered, options):
 class FilterModule(object):
     def filters(self):
         return {
+            "components_plan": _wrap(releases.plan),
             "components_select": _wrap(manifests.select),
             "components_assemble": _wrap(components_assemble),
         }

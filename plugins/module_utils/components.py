@@ -12,6 +12,7 @@ __metaclass__ = type
 import threading
 import time
 
+from ansible_collections.kfocp.kubeflow.plugins.module_utils import releases
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import manifests
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.kustomize import SourceError, build
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.objects import DefinitionError
@@ -31,6 +32,9 @@ def render(client, check_mode=False, **params):
     built = time.monotonic()
     assembled = manifests.assemble(rendered, params.get("adapt") or {})
     objects = assembled.pop("objects")
+    if params.get("release"):
+        objects.append(releases.record(params["release"], (params.get("adapt") or {}).get("namespace") or "kubeflow",
+                                       releases.RELEASES[params["release"]]["commit"]))
     timing = {"render": round(built - started, 3), "adapt": round(time.monotonic() - built, 3)}
     return objects, {"assembled": assembled, "source": info, "counts": counts, "timing": timing}
 
@@ -54,7 +58,22 @@ class Render:
             self._error = err
 
     def build(self, client, check_mode=False, **params):
+        step = upgrade_step(client, params)  # read while kustomize renders; refused before any change
         self._thread.join()
         if self._error is not None:
             raise self._error
-        return self._result
+        objects, extra = self._result
+        if step:
+            extra = dict(extra, upgrade=step)
+        return objects, extra
+
+
+def upgrade_step(client, params):
+    """The upgrade from the release recorded in the components' namespace to params' release
+    ("v1.10.2 -> v1.11.0"), or None; raises DefinitionError for one an upgrade cannot do."""
+    wanted = params.get("release")
+    if not wanted or client is None:
+        return None
+    namespace = (params.get("adapt") or {}).get("namespace") or "kubeflow"
+    live = client.get(client.resource("v1", "ConfigMap"), releases.RECORD, namespace)
+    return releases.check_upgrade(releases.installed(live), wanted)

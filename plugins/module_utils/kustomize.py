@@ -281,10 +281,11 @@ def _mirror_of(entry, mirrors):
     return os.path.join(best[1], key[len(best[0]):].lstrip("/")) if key != best[0] else best[1]
 
 
-def localise(root, components, mirrors, workdir):
+def localise(root, components, mirrors, workdir, fetch=False):
     """The tree to build: `root` itself when no component names a remote base; else a copy in
     which each remote base is replaced by its local mirror (`mirrors`: {URL prefix: directory}).
-    A remote base without a mirror fails here, before anything is built or changed, naming each."""
+    A remote base without a mirror fails here, before anything is built or changed, naming each;
+    with `fetch` (a git source, fetched from the network itself) it is left for kustomize to fetch."""
     remote = {}
     for component in sorted(components or {}):
         for path in components[component]:
@@ -293,6 +294,10 @@ def localise(root, components, mirrors, workdir):
     if not remote:
         return root
     missing = []
+    if fetch:  # kustomize fetches the ones without a mirror
+        remote = dict((key, names) for key, names in remote.items() if _mirror_of(key[1], mirrors) is not None)
+        if not remote:
+            return root
     for (kustomization, entry), names in sorted(remote.items()):
         target = _mirror_of(entry, mirrors)
         if target is None:
@@ -314,7 +319,8 @@ def localise(root, components, mirrors, workdir):
             if isinstance(doc.get(key), list):
                 # kustomize takes a base by a relative path only
                 doc[key] = [os.path.relpath(os.path.realpath(_mirror_of(e, mirrors)), os.path.dirname(path))
-                            if isinstance(e, str) and _REMOTE.match(e) else e for e in doc[key]]
+                            if isinstance(e, str) and _REMOTE.match(e) and _mirror_of(e, mirrors) is not None
+                            else e for e in doc[key]]
         with open(path, "w") as handle:
             handle.write(yaml.dump(doc, Dumper=_Dumper, default_flow_style=False, sort_keys=False))
     return copy
@@ -336,13 +342,23 @@ def build(params):
     workdir = tempfile.mkdtemp(prefix="kfocp-manifests-")
     try:
         root, info = fetch(params, workdir)
-        root = localise(root, params.get("components") or {}, params.get("remote_bases") or {}, workdir)
+        # a git source comes from the network: kustomize fetches the remote bases no mirror maps
+        online = params.get("source") == "git"
+        root = localise(root, params.get("components") or {}, params.get("remote_bases") or {}, workdir, online)
         components = params.get("components") or {}
         jobs = []  # each path once, named by the first component that has it
         for component in sorted(components):
             jobs += [(component, path) for path in components[component] if path not in [j[1] for j in jobs]]
-        built = dict(zip([job[1] for job in jobs], _concurrently(
-            lambda job: build_path(kubectl, root, job[0], job[1], params.get("timeout") or 300), jobs)))
+        try:
+            built = dict(zip([job[1] for job in jobs], _concurrently(
+                lambda job: build_path(kubectl, root, job[0], job[1], params.get("timeout") or 300), jobs)))
+        except SourceError as err:
+            fetched = sorted(set(entry for _c, path in jobs for _k, entry in remote_bases(root, path)))
+            if not fetched:
+                raise
+            raise SourceError("%s. The manifests name remote bases that kustomize fetches from the network (%s): "
+                              "without access to them, map each to a local copy in components_remote_bases"
+                              % (err, ", ".join(fetched)))
         rendered, used = {}, set()
         for component in sorted(components):
             objs = []

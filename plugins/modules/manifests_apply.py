@@ -51,6 +51,14 @@ options:
     description: Delete objects of this O(instance) and O(set) that the render no longer holds.
     type: bool
     default: false
+  release:
+    description:
+      - The Kubeflow release the components are of (a supported kubeflow/manifests tag). It is recorded in the
+        ConfigMap C(kfocp-kubeflow-release) of the components' namespace, and before any change the release
+        recorded there is read - going back to an older release, or past the next one, fails the task.
+      - Without it, nothing is recorded or checked.
+    type: str
+    version_added: 0.1.0
   report:
     description: Which objects to list in RV(objects) - C(changed) ones, or C(all).
     type: str
@@ -110,6 +118,11 @@ counts:
   returned: when the components were rendered
   type: dict
   sample: {katib: 42}
+upgrade:
+  description: The upgrade this run made, as C(<installed release> -> <release>), when the release changed.
+  returned: when the recorded release was an older one
+  type: str
+  sample: v1.10.2 -> v1.11.0
 source:
   description: The source that was rendered, as P(kfocp.kubeflow.manifests_build#module) returns it.
   returned: when the components were rendered
@@ -150,6 +163,7 @@ def main():
     spec = argspec(AUTH_ARGS, ENGINE_ARGS, SET_ARGS, RENDER_ARGS, {
         "components": {"type": "dict", "default": {}},
         "adapt": {"type": "dict", "default": {}},
+        "release": {"type": "str"},
     })
     module = AnsibleModule(argument_spec=spec, supports_check_mode=True)
     if not HAS_YAML:

@@ -94,6 +94,7 @@ def _spec(name, team, on=ON):
     if "components" in on:
         # the fixture tree of the local inventory, in a namespace of this test's own
         spec.update(componentsSource="dir", componentsDir=str(ROOT / "tests" / "fixtures" / "manifests"),
+                    componentsRelease="v1.10.2",
                     componentsComponents=COMPONENTS["components_components"], componentsNamespace=name + "-kubeflow")
     if "namespace_policies" in on:
         # the control plane is shared: only this test's namespaces (its selector has the label key

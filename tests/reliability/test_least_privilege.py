@@ -73,8 +73,8 @@ POLICY_SETTINGS = {"namespace_policies_tolerations_mode": "gatekeeper", "namespa
 
 
 def catalog():
-    defaults = yaml.safe_load((ROOT / "roles" / "components" / "defaults" / "main.yml").read_text())
-    paths = defaults["components_catalog"]
+    from ansible_collections.kfocp.kubeflow.plugins.module_utils import releases
+    paths = releases.catalog("v1.10.2")  # the fixture tree's release
     return dict((name, list(paths[name]) + EXTRA_PATHS.get(name, [])) for name in paths)
 
 

@@ -8,14 +8,15 @@ import pytest
 import yaml
 from hypothesis import given, settings, strategies as st
 
+from ansible_collections.kfocp.kubeflow.plugins.module_utils import releases
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import manifests as m
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import scc_policies
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.objects import DefinitionError
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "manifests"
-CATALOG = yaml.safe_load((Path(__file__).resolve().parents[2] / "roles" / "components" / "defaults" /
-                          "main.yml").read_text())["components_catalog"]
+# the catalog of the release whose layout the fixture tree has
+CATALOG = releases.catalog("v1.10.2")
 
 
 def deployment(name, image="docker.io/kubeflownotebookswg/app:v1", namespace="kubeflow", sa=None, ctx=None,

@@ -204,6 +204,7 @@ def test_the_key_map_gives_the_variables_kfocps_operator_gives():
     spec = _crd_defaults(doc["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"])
     sample = yaml.safe_load((ROOT / "operator" / "config" / "samples" / "kfocp_v1alpha1_kubeflow.yaml").read_text())
     spec.update(sample["spec"])
+    spec["componentsComponents"] = {"admission-webhook": "managed", "katib": "removed"}
     spec["autoscalerCluster"] = {"scaleDown": {"delayAfterAdd": "10m"}, "maxNodesTotal": 5}
     keys = yaml.safe_load((ROOT / "playbooks" / "vars" / "spec_keys.yml").read_text())["__kfocp_spec_keys"]
     variables = spec_keys.variables(spec, keys)

@@ -107,11 +107,9 @@ PROFILE_NAMESPACE_LABELS = {"katib.kubeflow.org/metrics-collector-injection": "e
 
 
 def test_the_catalog_paths_are_those_of_the_pinned_manifests_release():
-    defaults = yaml.safe_load((ROOT / "roles" / "components" / "defaults" / "main.yml").read_text())
-    assert defaults["components_git_ref"] == "v1.10.2"
-    catalog = defaults["components_catalog"]
-    on = [name for name, state in defaults["components_components"].items() if state == "managed"]
-    assert set(path for name in on for path in catalog[name]) <= MANIFESTS_V1_10_2
+    from ansible_collections.kfocp.kubeflow.plugins.module_utils import releases
+    catalog = releases.catalog("v1.10.2")
+    assert set(path for paths in catalog.values() for path in paths) <= MANIFESTS_V1_10_2
 
 
 def test_the_profile_namespace_selector_matches_the_label_upstream_gives_profile_namespaces():

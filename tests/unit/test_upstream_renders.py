@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from ansible_collections.kfocp.kubeflow.plugins.module_utils import authz
+from ansible_collections.kfocp.kubeflow.plugins.module_utils import releases
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import auth
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import manifests as m
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import mesh
@@ -190,23 +191,6 @@ def test_the_uninstall_hint_selects_upstreams_profile_controller(release):
     assert found == ["profiles-deployment"]
 
 
-@functools.lru_cache(maxsize=None)
-def tree(release):
-    """The files of upstream's tree at the release, as the tarball holds them (paths from its root)."""
-    with tarfile.open(str(UPSTREAM / ("kubeflow-manifests-%s.tar.gz" % release))) as archive:
-        return frozenset(re.sub(r"^\./", "", name) for name in archive.getnames())
-
-
-@needs_upstream
-@pytest.mark.parametrize("release", RELEASES)
-def test_every_default_catalog_path_is_a_kustomization_in_the_release(release):
-    files = tree(release)
-    missing = ["%s: %s" % (name, path) for name, paths in sorted(DEFAULTS["components_catalog"].items())
-               for path in paths if not any("%s/%s" % (path, k) in files
-                                            for k in ("kustomization.yaml", "kustomization.yml", "Kustomization"))]
-    assert missing == []
-
-
 @needs_upstream
 @pytest.mark.parametrize("release", RELEASES)
 def test_the_workloads_that_skip_the_sidecar_for_the_oidc_provider_exist_in_the_release(release):
@@ -289,7 +273,7 @@ def test_the_readme_names_the_remote_bases_the_default_catalog_needs_in_each_rel
     from ansible_collections.kfocp.kubeflow.plugins.module_utils import kustomize
     with tarfile.open(str(UPSTREAM / ("kubeflow-manifests-%s.tar.gz" % release))) as archive:
         archive.extractall(str(tmp_path))
-    found = set(kustomize._remote_key(entry).split("/manifests/")[0] for paths in DEFAULTS["components_catalog"].values()
+    found = set(kustomize._remote_key(entry).split("/manifests/")[0] for paths in releases.catalog(release).values()
                 for path in paths for _file, entry in kustomize.remote_bases(str(tmp_path), path))
     row = re.search(r"^\| %s \([0-9-]+\) \| [0-9a-f]{40} \| (.*) \|$" % re.escape(release),
                     (ROOT / "roles" / "components" / "README.md").read_text(), re.M)
