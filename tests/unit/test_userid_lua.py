@@ -11,16 +11,17 @@ SOURCE = (Path(__file__).resolve().parents[2] / "roles" / "auth" / "files" / "us
 
 
 class Headers:
-    """Envoy's header map as the Lua filter sees it: get, add, replace, remove (names are case-insensitive)."""
+    """Envoy's header map as the Lua filter sees it (envoyproxy/envoy 040783c8,
+    source/extensions/filters/http/lua/wrappers.cc): get, add, replace, remove, each on the name
+    lower-cased; get returns every value of the header joined with "," (getAllOfHeaderAsString),
+    remove removes every value."""
 
     def __init__(self, values):
         self.values = [(k.lower(), v) for k, v in values.items()]
 
     def get(self, _self, name):
-        for key, value in self.values:
-            if key == name.lower():
-                return value
-        return None
+        found = [value for key, value in self.values if key == name.lower()]
+        return ",".join(found) if found else None
 
     def add(self, _self, name, value):
         self.values.append((name.lower(), value))
