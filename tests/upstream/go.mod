@@ -12,6 +12,7 @@ require (
 	github.com/kserve/kserve v0.15.0
 	istio.io/api v1.31.0-rc.0.0.20260824154656-b943409680a7 // the Istio API istio.io/istio below requires
 	istio.io/istio v0.0.0-20260827124520-eed52ebb66ad // commit eed52ebb66ad, as hack/istio builds istioctl from
+	knative.dev/networking v0.0.0-20240716111826-bab7f2a3e556 // Knative 1.15 (what knative.dev/serving v0.42.2 requires)
 	knative.dev/operator v0.42.2 // Knative 1.15 (OpenShift Serverless 1.35)
 	knative.dev/serving v0.42.2 // Knative Serving 1.15
 )

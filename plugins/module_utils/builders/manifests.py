@@ -713,6 +713,45 @@ def dashboard_logout_url(objs, url, deployment="centraldashboard", field="compon
     return out
 
 
+# ---------------------------------------------------------------- KServe's local gateway
+
+# Kourier's cluster-local Service, `kourier-internal` (port 80), in the namespace OpenShift Serverless
+# runs Kourier in, `<serving namespace>-ingress` (serverless-operator openshift-knative-operator
+# kodata/ingress/latest/kourier/1-net-kourier.yaml and pkg/serving/kourier.go `kourierNamespace`).
+KOURIER_INTERNAL_SERVICE = "kourier-internal"
+
+
+def kourier_local_gateway_service():
+    """The host of the Knative ingress that serves cluster-local routes in the Knative kfocp runs
+    (the serverless role: OpenShift Serverless, always with Kourier)."""
+    from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import serverless
+    return "%s.%s%s.svc.cluster.local" % (KOURIER_INTERNAL_SERVICE, serverless.SERVING_NAMESPACE,
+                                          serverless.INGRESS_SUFFIX)
+
+
+def kserve_local_gateway(objs, service, field="kserve_local_gateway_service"):
+    """KServe's `inferenceservice-config` `ingress`: its `localGatewayService` (and
+    `knativeLocalGatewayService` where given) is `service`. In Serverless mode KServe routes every
+    InferenceService through a VirtualService to that host (rewriting Host to the Knative Service's
+    cluster-local name) and makes `<isvc>.<ns>.svc` an ExternalName Service for it. Upstream names
+    net-istio's `knative-local-gateway.istio-system`, which only common/knative deploys; kfocp's
+    Knative uses Kourier, whose cluster-local Service is `kourier-internal`."""
+    require(isinstance(service, str) and re.match(r"^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$", service or "x"), field,
+            "%r is not a host name" % (service,), "Give the Service host of the Knative ingress's cluster-local gateway")
+    out = []
+    for obj in objs:
+        data = obj.get("data") if obj.get("kind") == "ConfigMap" and _name(obj) == "inferenceservice-config" else None
+        if service and isinstance(data, dict) and isinstance(data.get("ingress"), str):
+            ingress = json.loads(data["ingress"])
+            keys = ["localGatewayService"] + [k for k in ("knativeLocalGatewayService",) if ingress.get(k)]
+            if any(ingress.get(k) != service for k in keys):
+                obj = copy.deepcopy(obj)
+                ingress.update((k, service) for k in keys)
+                obj["data"]["ingress"] = json.dumps(ingress, indent=2)
+        out.append(obj)
+    return out
+
+
 # ---------------------------------------------------------------- mesh membership
 
 def mesh_member(membership, namespace, field="mesh_membership"):
@@ -1123,6 +1162,13 @@ def logout_pass(state):
         state.objs = dashboard_logout_url(state.objs, state.options["logout_url"])
 
 
+def kserve_local_gateway_pass(state):
+    """KServe reaches InferenceServices through Kourier's cluster-local Service (option
+    kserve_local_gateway_service; "" keeps upstream's)."""
+    service = state.options.get("kserve_local_gateway_service")
+    state.objs = kserve_local_gateway(state.objs, kourier_local_gateway_service() if service is None else service)
+
+
 def sidecars_pass(state):
     """Inject sidecars into the workloads of the listed namespaces (the components' by default),
     and label those namespaces, and the profile namespaces, for injection."""
@@ -1221,8 +1267,9 @@ def ownership_pass(state):
 # sidecars are injected, SCCs and Pod Security levels are derived from the final pods, and the
 # namespaces get every label the passes before gave them).
 PASSES = (namespace_pass, api_versions_pass, argo_pass, metadata_envoy_pass, virtualservices_pass,
-          gateway_principals_pass, gateway_policies_pass, logout_pass, sidecars_pass, profile_pod_security_pass,
-          images_pass, scc_pass, mesh_membership_pass, pod_security_pass, platform_namespaces_pass, ownership_pass)
+          kserve_local_gateway_pass, gateway_principals_pass, gateway_policies_pass, logout_pass, sidecars_pass,
+          profile_pod_security_pass, images_pass, scc_pass, mesh_membership_pass, pod_security_pass,
+          platform_namespaces_pass, ownership_pass)
 
 
 def assemble(rendered, options, passes=PASSES):
@@ -1239,7 +1286,8 @@ def assemble(rendered, options, passes=PASSES):
     LOGOUT_URL), mesh_membership (what the
     mesh_membership filter returns for the namespace: its labels and ServiceMeshMember),
     argo {s3, configmap}, scc {uid_range}, take_over [Kind/name patterns], render (bool: plain objects
-    for GitOps).
+    for GitOps), kserve_local_gateway_service (KServe's localGatewayService; default Kourier's
+    cluster-local Service, "" keeps upstream's).
     """
     require(isinstance(rendered, dict), "rendered", "must map component names to object lists",
             "Pass the kustomize module's `components` result")
