@@ -224,3 +224,35 @@ def test_the_kserve_local_gateway_can_be_kept_or_given_and_a_bad_one_names_the_o
     from ansible_collections.kfocp.kubeflow.plugins.module_utils.objects import DefinitionError
     with pytest.raises(DefinitionError, match="kserve_local_gateway_service"):
         manifests.kserve_local_gateway(upstream, "Not A Host")
+
+
+# NVIDIA/gpu-operator bundle/manifests/nvidia.com_clusterpolicies.yaml (docs/readings/gpu-olm-kserve-readings.md):
+# the required sections, the enums and operator.defaultRuntime of each channel's CRD, v24.9.2 a7551902 to v26.7.0 10ee5b36.
+CLUSTER_POLICY_REQUIRED = {"daemonsets", "dcgm", "dcgmExporter", "devicePlugin", "driver", "gfd", "nodeStatusExporter",
+                           "operator", "toolkit"}
+CLUSTER_POLICY_ENUMS = {("daemonsets", "updateStrategy"): {"RollingUpdate", "OnDelete"},
+                        ("mig", "strategy"): {"none", "single", "mixed"}}
+DEFAULT_RUNTIME = {"v24.9": {"docker", "crio", "containerd"}, "v25.3": {"docker", "crio", "containerd"},
+                   "v25.10": {"docker", "crio", "containerd"}, "v26.3": None, "v26.7": None}  # None: deprecated, any string
+
+
+def test_the_cluster_policy_kfocp_writes_fits_the_crd_of_every_gpu_operator_channel():
+    """The v25.3.4 CRD is read from the module (tests/unit/test_upstream_operators.py); the CRDs of the
+    other channels, as read at their tags, agree with it on everything kfocp writes but
+    operator.defaultRuntime, which from v26.3 is a deprecated free string."""
+    from ansible_collections.kfocp.kubeflow.plugins.module_utils import versions
+    from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import gpu
+    crd = yaml.safe_load(read(GPU_OPERATOR, "bundle/manifests/nvidia.com_clusterpolicies.yaml"))
+    [version] = [v for v in crd["spec"]["versions"] if v["name"] == "v1"]
+    schema = version["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    assert set(schema["required"]) == CLUSTER_POLICY_REQUIRED
+    assert all(set(schema["properties"][a]["properties"][b]["enum"]) == v for (a, b), v in CLUSTER_POLICY_ENUMS.items())
+    assert set(schema["properties"]["operator"]["properties"]["defaultRuntime"]["enum"]) == DEFAULT_RUNTIME["v25.3"]
+    spec = gpu.cluster_policy("gpu-cluster-policy", defaults("gpu")["gpu_cluster_policy_spec"])["spec"]
+    assert CLUSTER_POLICY_REQUIRED <= set(spec)
+    assert all(spec[a][b] in v for (a, b), v in CLUSTER_POLICY_ENUMS.items())
+    # every channel kfocp may subscribe to (the floating `stable` follows the newest)
+    channels = set(versions.CHANNELS[versions.GPU]) - {"stable"}
+    assert channels == set(DEFAULT_RUNTIME), channels
+    for channel in channels:
+        assert DEFAULT_RUNTIME[channel] is None or spec["operator"]["defaultRuntime"] in DEFAULT_RUNTIME[channel]
