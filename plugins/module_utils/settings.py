@@ -18,7 +18,8 @@ __metaclass__ = type
 
 import copy
 
-from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import mesh, serverless
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import mesh
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.role_defaults import DEFAULTS, QUOTA, RESERVED  # noqa: F401
 
 ROLES = ("profiles", "profile_self_service", "scc", "namespace_policies")
 # The principal of upstream Kubeflow's ingress gateway (istio-system), when no service_mesh role
@@ -27,90 +28,6 @@ UPSTREAM_GATEWAY_PRINCIPAL = "cluster.local/ns/istio-system/sa/istio-ingressgate
 # Upstream Kubeflow runs the pipelines UI as this service account in the components' namespace.
 PIPELINES_UI_ACCOUNT = "ml-pipeline-ui"
 COMPONENTS_NAMESPACE = "kubeflow"
-# Names no profile takes, declared, automatic or self-service: system and platform namespaces
-# (OpenShift's, the mesh's, Kubeflow's, the operators' and kfocp's own).
-RESERVED = ["default", "kube-*", "openshift*", "kubeflow", "kubeflow-*", "istio-*", "knative-*", "kfocp-*",
-            "cert-manager", "oauth2-proxy", "auth", "nvidia-gpu-operator"]
-QUOTA = {"cpu": "8", "memory": "32Gi", "requests.nvidia.com/gpu": "1", "persistentvolumeclaims": "10",
-         "requests.storage": "100Gi"}
-
-# Each role's defaults (its defaults/main.yml). None: derived (DERIVED below) unless given.
-DEFAULTS = {
-    "profiles": {
-        "profiles_state": "present",
-        "profiles_list": [],
-        "profiles_quota_default": QUOTA,
-        "profiles_auto_from_users": False,
-        "profiles_auto_provider": "",
-        "profiles_auto_exclude": ["kube:admin"],
-        "profiles_reserved_names": RESERVED,
-        "profiles_name_prefix": "",
-        "profiles_group_owner_role": "edit",
-        "profiles_userid_header": "kubeflow-userid",
-        "profiles_userid_prefix": "",
-        "profiles_authz_principals": None,
-        "profiles_prune": False,
-        "profiles_namespace_wait": 0,
-    },
-    "profile_self_service": {
-        "profile_self_service_state": "present",
-        "profile_self_service_group": "kubeflow-profile-creators",
-        "profile_self_service_admin_groups": ["system:masters", "system:cluster-admins"],
-        "profile_self_service_max_quota": QUOTA,
-        "profile_self_service_name_prefix": "my-",
-        "profile_self_service_params_namespace": "kfocp-self-service",
-    },
-    "scc": {
-        "scc_state": "present",
-        "scc_grants_default": [
-            {"namespace": "kubeflow", "serviceaccount": "katib-mysql", "scc": "anyuid",
-             "reason": "MySQL image runs as UID 999"},
-            {"namespace": "kubeflow", "serviceaccount": "mysql", "scc": "anyuid", "reason": "MySQL image runs as UID 999"},
-            {"namespace": "kubeflow", "serviceaccount": "minio-sa", "scc": "anyuid",
-             "reason": "MinIO image runs as a fixed UID"},
-            {"namespace": "kubeflow", "serviceaccount": "metadata-grpc-server", "scc": "anyuid",
-             "reason": "ml-metadata server image runs as a fixed UID"}],
-        "scc_grants_extra": [],
-        "scc_grants": None,
-        "scc_allowed": ["restricted-v2", "nonroot-v2", "nonroot", "anyuid", "hostnetwork-v2", "privileged"],
-        "scc_create_namespaces": True,
-        "scc_render_dir": "",
-    },
-    "namespace_policies": {
-        "namespace_policies_state": "present",
-        "namespace_policies_selector": {"app.kubernetes.io/part-of": "kubeflow-profile"},
-        "namespace_policies_prune_max_share": 0.5,
-        "namespace_policies_mesh_mode": "mesh",
-        "namespace_policies_mesh_name": "data-science-smcp",
-        "namespace_policies_mesh_namespace": "istio-system",
-        "namespace_policies_pod_security": "baseline",
-        "namespace_policies_tolerations_mode": "annotation",
-        "namespace_policies_gpu_tolerations": [{"key": "workload", "operator": "Equal", "value": "ai-ml",
-                                                "effect": "NoSchedule"}],
-        "namespace_policies_whitelist_others": True,
-        "namespace_policies_others_whitelist": [{"key": "node.kubernetes.io/" + k, "operator": "Exists"} for k in (
-            "not-ready", "unreachable", "memory-pressure", "disk-pressure", "pid-pressure", "network-unavailable",
-            "unschedulable")],
-        "namespace_policies_whitelist_namespaces": ["*"],
-        "namespace_policies_whitelist_exclude": ["default", "openshift", "openshift-*", "kube-*"],
-        "namespace_policies_gpu_operator_namespace": "nvidia-gpu-operator",
-        "namespace_policies_limitrange": {"default": {"cpu": "1", "memory": "2Gi"},
-                                          "defaultRequest": {"cpu": "100m", "memory": "256Mi"}},
-        "namespace_policies_scc": "",
-        "namespace_policies_scc_serviceaccounts": ["default-editor"],
-        "namespace_policies_serverless": False,
-        "namespace_policies_serverless_principals": serverless.data_path_principals(),
-        "namespace_policies_serverless_workloads": [
-            {"name": "kserve-predictor", "match_labels": {"component": "predictor"}},
-            {"name": "kserve-transformer", "match_labels": {"component": "transformer"}},
-            {"name": "kserve-explainer", "match_labels": {"component": "explainer"}}],
-        "namespace_policies_data_lake": False,
-        "namespace_policies_data_lake_serviceaccount": "default-editor",
-        "namespace_policies_data_lake_annotation": "eks.amazonaws.com/role-arn",
-        "namespace_policies_data_lake_role_template": "",
-        "namespace_policies_data_lake_roles": {},
-    },
-}
 # Settings of the play (not of one role) that the builders read.
 PLAY_DEFAULTS = {"kfocp_instance": "kfocp"}
 # The role's variables that are booleans or numbers: an inventory may give them as text.

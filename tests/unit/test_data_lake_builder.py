@@ -343,13 +343,6 @@ def test_wrong_inputs_are_refused_naming_the_field(values, message):
         d.check(values)
 
 
-def test_the_role_defaults_are_the_builders():
-    defaults = yaml.safe_load((ROOT / "roles" / "data_lake" / "defaults" / "main.yml").read_text())
-    assert dict((k, v) for k, v in defaults.items() if k != "data_lake_enabled") == d.DEFAULTS
-    specs = yaml.safe_load((ROOT / "roles" / "data_lake" / "meta" / "argument_specs.yml").read_text())
-    assert set(specs["argument_specs"]["main"]["options"]) == set(defaults)
-
-
 @pytest.mark.skipif(not UPSTREAM.exists(), reason="needs ../shared/upstream (the Kubeflow renders)")
 @pytest.mark.parametrize("tag", ["v1.10.2", "v1.11.0", "26.03"])
 def test_the_default_accounts_run_notebooks_pipelines_and_inference_in_every_render(tag):

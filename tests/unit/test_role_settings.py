@@ -1,4 +1,5 @@
-"""One place for each tenancy role's defaults and derived settings (module_utils/settings.py).
+"""One place for each role's defaults (module_utils/role_defaults.py) and for the tenancy roles'
+derived settings (module_utils/settings.py).
 
 These fail when another copy appears: a role default or an argument spec default that differs from
 the contract, a template in defaults/main.yml, Jinja in vars/main.yml that derives a setting
@@ -12,8 +13,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.kfocp.kubeflow.plugins.module_utils import settings
-from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import namespace_policies, profiles, self_service
+from ansible_collections.kfocp.kubeflow.plugins.module_utils import role_defaults, settings
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import (
+    auth, data_lake, mesh, namespace_policies, profiles, self_service)
 
 ROOT = Path(__file__).resolve().parents[2]
 # The code that reads the tenancy roles' settings: the builders, the module glue, the fast path.
@@ -22,6 +24,10 @@ READERS = ["plugins/module_utils/builders/profiles.py", "plugins/module_utils/bu
            "plugins/module_utils/tenancy.py", "plugins/filter/builders.py", "operator/kfocp_operator/fastpath.py"]
 # A value vars/main.yml may give a setting: the variable of that name, as it is, or as a boolean or number.
 PASSED_ON = re.compile(r"^\{\{ (?P<name>[a-z_0-9]+)( \| (default\(none\)|bool|float))? \}\}$")
+# Every role whose defaults role_defaults holds, and the builders that read the others' settings.
+ALL_ROLES = tuple(role_defaults.DEFAULTS)
+BUILDERS = {"auth": "auth", "service_mesh": "mesh", "data_lake": "data_lake", "gpu": "gpu", "autoscaler": "autoscaler",
+            "serverless": "serverless"}
 SETTINGS_VARS = {"profiles": "__profiles_settings", "profile_self_service": "__profile_self_service_settings",
                  "scc": "__scc_input", "namespace_policies": "__namespace_policies_settings"}
 
@@ -44,27 +50,35 @@ def templated(value):
     return False
 
 
-@pytest.mark.parametrize("role", settings.ROLES)
+def test_every_role_but_components_has_its_defaults_in_one_place():
+    assert sorted(ALL_ROLES) == sorted(p.name for p in (ROOT / "roles").iterdir() if p.is_dir() and p.name != "components")
+
+
+@pytest.mark.parametrize("role", ALL_ROLES)
 def test_the_role_defaults_are_the_contracts(role):
-    assert role_file(role, "defaults", "main.yml") == settings.DEFAULTS[role]
+    expected = dict((k, role_defaults.DERIVED_IN_DEFAULTS.get(k, v)) for k, v in role_defaults.DEFAULTS[role].items())
+    assert role_file(role, "defaults", "main.yml") == expected
 
 
-@pytest.mark.parametrize("role", settings.ROLES)
+@pytest.mark.parametrize("role", ALL_ROLES)
 def test_no_role_default_is_a_template(role):
-    """A derived default is null in defaults/main.yml and computed by the contract."""
+    """A derived default is null in defaults/main.yml and computed by the contract, or, for a role
+    outside the fast path, the one template role_defaults.DERIVED_IN_DEFAULTS names."""
     found = [k for k, v in role_file(role, "defaults", "main.yml").items() if templated(v)]
-    assert found == []
+    assert found == [k for k in role_defaults.DEFAULTS[role] if k in role_defaults.DERIVED_IN_DEFAULTS]
+    if role in settings.ROLES:
+        assert found == []
 
 
-@pytest.mark.parametrize("role", settings.ROLES)
+@pytest.mark.parametrize("role", ALL_ROLES)
 def test_the_argument_specs_name_the_contracts_variables_with_its_defaults(role):
     specs = role_file(role, "meta", "argument_specs.yml")["argument_specs"]
     for entry in specs.values():
         options = entry.get("options") or {}
-        assert set(options) == set(settings.DEFAULTS[role]), entry.get("short_description")
+        assert set(options) == set(role_defaults.DEFAULTS[role]), entry.get("short_description")
         for name, option in options.items():
             if "default" in option:
-                assert option["default"] == settings.DEFAULTS[role][name], name
+                assert option["default"] == role_defaults.DERIVED_IN_DEFAULTS.get(name, role_defaults.DEFAULTS[role][name]), name
 
 
 @pytest.mark.parametrize("role", settings.ROLES)
@@ -122,8 +136,70 @@ def test_the_guard_finds_a_default_of_its_own(tmp_path, monkeypatch):
 
 def test_the_builders_defaults_are_the_contracts_mapping():
     for builder, role in ((profiles, "profiles"), (self_service, "profile_self_service"),
-                          (namespace_policies, "namespace_policies")):
+                          (namespace_policies, "namespace_policies"), (data_lake, "data_lake")):
         assert builder.DEFAULTS is settings.DEFAULTS[role], builder.__name__
+    # the builders that name the settings without the role's prefix: the same values
+    assert auth.DEFAULTS == role_defaults.unprefixed("auth", auth.DEFAULTS)
+    top = [k for k in mesh.DEFAULTS if k not in mesh.NESTED and k not in ("openshift", "installed")]
+    assert dict((k, mesh.DEFAULTS[k]) for k in top) == role_defaults.unprefixed("service_mesh", top)
+    assert set(mesh.NESTED) == set(k for k, v in role_defaults.unprefixed("service_mesh").items() if v == {})
+
+
+def _short_copies(path, role):
+    """Where a builder that names a role's settings without the prefix keeps a default of its own:
+    .get(key, value) or .get(key) or value, with a value that is not empty and not read from
+    role_defaults, or a mapping of three or more of the role's keys."""
+    keys = set(role_defaults.unprefixed(role))
+    nested = set()
+    for value in role_defaults.DEFAULTS[role].values():
+        if isinstance(value, dict):
+            nested |= set(k for k in value if isinstance(k, str))
+    names = keys | nested
+
+    def empty(node):
+        if isinstance(node, ast.Constant) and node.value in (None, "", 0, False):
+            return True
+        if isinstance(node, (ast.List, ast.Dict, ast.Tuple)) and not (getattr(node, "elts", None) or getattr(node, "keys", None)):
+            return True
+        if isinstance(node, ast.Name) and not node.id.isupper():
+            return True  # a variable: a parameter, or a value read from role_defaults above
+        return "defaults" in ast.unparse(node).lower()
+
+    tree = ast.parse((ROOT / path).read_text())
+    # the mesh builder's NESTED is the one place of the service_mesh role's nested settings
+    tree.body = [n for n in tree.body if not (isinstance(n, ast.Assign) and ast.unparse(n.targets[0]) == "NESTED")]
+    found = []
+    for node in ast.walk(tree):
+        get = isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get" \
+            and node.args and isinstance(node.args[0], ast.Constant) and node.args[0].value in names
+        if get and len(node.args) > 1 and not empty(node.args[1]):
+            found.append("line %d: %s" % (node.lineno, ast.unparse(node)))
+        if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.Or):
+            first = node.values[0]
+            if isinstance(first, ast.Call) and isinstance(first.func, ast.Attribute) and first.func.attr == "get" \
+                    and first.args and isinstance(first.args[0], ast.Constant) and first.args[0].value in names \
+                    and not all(empty(v) for v in node.values[1:]):
+                found.append("line %d: %s" % (node.lineno, ast.unparse(node)))
+        if isinstance(node, ast.Dict) and sum(1 for k in node.keys if isinstance(k, ast.Constant) and k.value in keys) >= 3:
+            found.append("line %d: a mapping of the role's settings" % node.lineno)
+    return found
+
+
+@pytest.mark.parametrize("role", sorted(BUILDERS))
+def test_no_builder_keeps_a_default_of_its_own(role):
+    assert _short_copies("plugins/module_utils/builders/%s.py" % BUILDERS[role], role) == []
+
+
+def test_the_builders_guard_finds_a_default_of_its_own(tmp_path, monkeypatch):
+    """The control: a copy of gpu_instance_type_fields' default as a fallback, of the watermark's
+    priority_value, and a mapping of the auth role's settings."""
+    (tmp_path / "gpu.py").write_text('b = params.get("instance_type_fields") or {"aws": "instanceType"}\n')
+    (tmp_path / "autoscaler.py").write_text('p = spec.get("priority_value", -5)\n')
+    (tmp_path / "auth.py").write_text('D = {"name": "x", "client_id": "kubeflow", "image": "y"}\n')
+    monkeypatch.setattr(__import__(__name__), "ROOT", tmp_path)
+    assert len(_short_copies("gpu.py", "gpu")) == 1  # nfd's keys are the play's, below
+    assert len(_short_copies("auth.py", "auth")) == 1
+    assert len(_short_copies("autoscaler.py", "autoscaler")) == 1
 
 
 def test_the_fast_path_has_no_settings_of_its_own():

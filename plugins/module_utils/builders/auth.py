@@ -22,23 +22,15 @@ import base64
 import copy
 import json
 
+from ansible_collections.kfocp.kubeflow.plugins.module_utils import role_defaults
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import pod_security
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.common import (
     dns_label, dns_subdomain, namespace, require)
 
-DEFAULTS = {
-    "name": "kubeflow-oauth-proxy",
-    "namespace": "",
-    "host": "",
-    "client_id": "kubeflow",
-    "secret_name": "kubeflow-oauth",
-    "image": "quay.io/openshift/origin-oauth-proxy:4.16",
-    "sar": {"namespace": "", "group": "kfocp.io", "resource": "kubeflow", "name": "users", "verb": "access"},
-    "users_groups": ["system:authenticated:oauth"],
-    "replicas": 1,
-    "extra_args": [],
-    "gateway_policy": True,
-}
+# The role's settings as the builder names them (auth_<key>), defaults from role_defaults; the
+# gateway (auth_gateway) is given apart.
+DEFAULTS = role_defaults.unprefixed("auth", ("name", "namespace", "host", "client_id", "secret_name", "image", "sar",
+                                             "users_groups", "replicas", "extra_args", "gateway_policy"))
 SAR_KEYS = ("namespace", "group", "resource", "name", "verb")
 # oauth-proxy POSTs --openshift-sar as it is to authorization.openshift.io/v1 SubjectAccessReviews,
 # whose Action (openshift/api authorization/v1/types.go) names the API group resourceAPIGroup and

@@ -9,7 +9,7 @@ __metaclass__ = type
 
 import re
 
-from ansible_collections.kfocp.kubeflow.plugins.module_utils import versions
+from ansible_collections.kfocp.kubeflow.plugins.module_utils import role_defaults, versions
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.common import (
     dns_label, label_value, named_entries, namespace, require)
 
@@ -63,7 +63,8 @@ def cluster_autoscaler(spec, field="autoscaler_cluster"):
     out = {"resourceLimits": limits}
     down = spec.get("scale_down") or {}
     require(isinstance(down, dict), field + ".scale_down", "must be a mapping", "Give {enabled, delay_after_add, ...}")
-    scale_down = {"enabled": down.get("enabled", True) is not False}
+    enabled = role_defaults.DEFAULTS["autoscaler"]["autoscaler_cluster"]["scale_down"]["enabled"]
+    scale_down = {"enabled": down.get("enabled", enabled) is not False}
     for key, api in (("delay_after_add", "delayAfterAdd"), ("delay_after_delete", "delayAfterDelete"),
                      ("delay_after_failure", "delayAfterFailure"), ("unneeded_time", "unneededTime")):
         if down.get(key) is not None:
@@ -169,17 +170,18 @@ def watermark(spec, field="autoscaler_watermark", installed=None):
             "Upgrade the operator to 0.3.0 or later (its Subscription's channel alpha holds 0.4.2), or set "
             "%s.enabled to false" % field)
     ns = dns_label(spec.get("namespace") or "", field + ".namespace")
-    name = dns_label(spec.get("name") or "ai-ml", field + ".name")
+    defaults = role_defaults.DEFAULTS["autoscaler"]["autoscaler_watermark"]
+    name = dns_label(spec.get("name") or defaults["name"], field + ".name")
     percentage = spec.get("percentage")
     require(isinstance(percentage, int) and not isinstance(percentage, bool) and 1 <= percentage <= 100,
             field + ".percentage", "must be a whole number from 1 to 100, got %r" % (percentage,), "Give e.g. 20")
-    body = {"watermarkPercentage": percentage, "nodeSelector": dict(spec.get("node_selector") or {"workload": "ai-ml"}),
+    body = {"watermarkPercentage": percentage, "nodeSelector": dict(spec.get("node_selector") or defaults["node_selector"]),
             "tolerations": [dict(t) for t in spec.get("tolerations") or
                             [{"key": "workload", "operator": "Equal", "value": "ai-ml", "effect": "NoSchedule"}]]}
     if spec.get("pause_pod_size"):
         body["pausePodSize"] = dict(spec["pause_pod_size"])
-    pclass = priority_classes([{"name": spec.get("priority_class") or "ai-ml-headroom",
-                                "value": spec.get("priority_value", -5), "preemption_policy": "Never",
+    pclass = priority_classes([{"name": spec.get("priority_class") or defaults["priority_class"],
+                                "value": spec.get("priority_value", defaults["priority_value"]), "preemption_policy": "Never",
                                 "description": "Pause pods that keep spare AI/ML node capacity; every workload preempts them"}],
                               field + ".priority_class")[0]
     body["priorityClassName"] = pclass["metadata"]["name"]
@@ -213,7 +215,7 @@ def objects(params):
     if params.get("cluster_autoscaler") is not None:
         spec = params["cluster_autoscaler"]
         if isinstance(spec, dict) and "gpus" not in spec:  # derived from the GPU MachineSets
-            spec = dict(spec, gpus=gpu_limits(params.get("accelerators"), params.get("gpu_max", 16)))
+            spec = dict(spec, gpus=gpu_limits(params.get("accelerators"), params.get("gpu_max", role_defaults.DEFAULTS["autoscaler"]["autoscaler_gpu_max"])))
         out.append(cluster_autoscaler(spec))
         _check_gpu_types(out[-1], params.get("accelerators") or [])
     out.extend(machine_autoscalers(params.get("machinesets") or []))

@@ -28,34 +28,11 @@ import json
 import re
 
 from ansible_collections.kfocp.kubeflow.plugins.module_utils import objects as o
+from ansible_collections.kfocp.kubeflow.plugins.module_utils import role_defaults
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.common import (
     dns_subdomain, label_selector, qualified_name, require)
 
-DEFAULTS = {
-    "data_lake_state": "present",
-    "data_lake_provider": "aws",
-    "data_lake_selector": {"app.kubernetes.io/part-of": "kubeflow-profile"},
-    "data_lake_accounts": ["default-editor", "default"],
-    "data_lake_injection": "auto",
-    "data_lake_audience": "",
-    "data_lake_token_expiration": 3600,
-    "data_lake_aws_role_template": "",
-    "data_lake_aws_roles": {},
-    "data_lake_aws_region": "",
-    "data_lake_aws_create_roles": False,
-    "data_lake_aws_access_key": "",
-    "data_lake_aws_secret_key": "",
-    "data_lake_aws_session_token": "",
-    "data_lake_aws_endpoint_url": "",
-    "data_lake_azure_tenant_id": "",
-    "data_lake_azure_client_ids": {},
-    "data_lake_azure_authority_host": "https://login.microsoftonline.com/",
-    "data_lake_gcp_provider": "",
-    "data_lake_gcp_service_account_template": "",
-    "data_lake_poddefault_name": "data-lake",
-    "data_lake_poddefault_label": "data-lake",
-    "data_lake_documents_dir": "kfocp-data-lake",
-}
+DEFAULTS = role_defaults.DEFAULTS["data_lake"]
 PROVIDERS = ("aws", "azure", "gcp")
 INJECTIONS = ("auto", "webhook", "poddefault")
 

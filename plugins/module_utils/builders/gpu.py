@@ -9,7 +9,7 @@ __metaclass__ = type
 
 import copy
 
-from ansible_collections.kfocp.kubeflow.plugins.module_utils import versions
+from ansible_collections.kfocp.kubeflow.plugins.module_utils import role_defaults, versions
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import olm
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.common import (
     dns_label, label_value, labels, named_entries, namespace, require)
@@ -31,7 +31,8 @@ TOLERATION = {"key": WORKLOAD_LABEL, "operator": "Equal", "value": WORKLOAD, "ef
 # config.Daemonsets.Tolerations`), so kfocp's list keeps it beside the ai-ml one.
 GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
 # The providerSpec.value field that holds the instance type, per cloud.
-INSTANCE_TYPE_FIELDS = {"aws": "instanceType", "azure": "vmSize", "gcp": "machineType"}
+_DEFAULTS = role_defaults.DEFAULTS["gpu"]
+INSTANCE_TYPE_FIELDS = _DEFAULTS["gpu_instance_type_fields"]
 # providerSpec.value.kind per cloud, to tell the cloud of a worker MachineSet.
 PROVIDER_KINDS = {"AWSMachineProviderConfig": "aws", "AzureMachineProviderSpec": "azure",
                   "GCPMachineProviderSpec": "gcp"}
@@ -255,7 +256,7 @@ def objects(params):
     GPU MachineSets. `params`: operators, machinesets, live_machinesets, cloud, instance_type_fields,
     nfd_namespace (the NodeFeatureDiscovery's namespace, created when missing), live_operator_groups
     (the cluster's OperatorGroups), openshift (the cluster's OpenShift minor)."""
-    fields = params.get("instance_type_fields") or INSTANCE_TYPE_FIELDS
+    fields = params.get("instance_type_fields") or _DEFAULTS["gpu_instance_type_fields"]
     operators = olm.objects(params.get("operators") or [], "gpu_operators", params.get("live_operator_groups"),
                             params.get("openshift") or None)
     nfd_ns = params.get("nfd_namespace")
@@ -276,9 +277,9 @@ def operands(params):
         tolerations = versions.feature("NodeFeatureDiscovery", params.get("openshift") or None,
                                        params.get("installed") or {})
         image = versions.nfd_operand_image(params.get("openshift") or None, params.get("installed") or {})
-        out.append(node_feature_discovery(nfd.get("name", "nfd-instance"), nfd.get("namespace", "openshift-nfd"),
+        out.append(node_feature_discovery(nfd.get("name", _DEFAULTS["gpu_nfd_name"]), nfd.get("namespace", _DEFAULTS["gpu_nfd_namespace"]),
                                           nfd.get("spec"), tolerations, image=image))
     policy = params.get("cluster_policy") or {}
     if policy.get("enabled", True):
-        out.append(cluster_policy(policy.get("name", "gpu-cluster-policy"), policy.get("spec")))
+        out.append(cluster_policy(policy.get("name", _DEFAULTS["gpu_cluster_policy_name"]), policy.get("spec")))
     return out

@@ -23,7 +23,7 @@ __metaclass__ = type
 import copy
 import re
 
-from ansible_collections.kfocp.kubeflow.plugins.module_utils import versions
+from ansible_collections.kfocp.kubeflow.plugins.module_utils import role_defaults, versions
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.common import (
     dns_label, labels, namespace, require)
 
@@ -48,11 +48,9 @@ _VERSION_2 = re.compile(r"^v2\.[0-9]+$")
 OSSM2_VERSIONS = ("v2.5", "v2.6")
 _VERSION_3 = re.compile(r"^v1\.[0-9]+(\.[0-9]+|-latest)$")
 
-DEFAULTS = {
-    "flavour": "ossm2",
-    "namespace": "kubeflow-mesh",
-    "member_label": {"kfocp.io/mesh": "kubeflow"},
-    "olm": True,
+# The nested settings of the role's dict variables (service_mesh_gateway, _ossm2, _ossm3, _external):
+# only the keys given change.
+NESTED = {
     "gateway": {"name": "kubeflow-ingressgateway", "namespace": "", "http_port": 8080, "https_port": 8443,
                 "service_type": "ClusterIP", "route": False, "route_host": "", "replicas": 1},
     "ossm2": {"name": "kubeflow", "namespace": "", "version": "v2.6", "member_selector": True,
@@ -67,12 +65,12 @@ DEFAULTS = {
                                "source_namespace": "openshift-marketplace", "namespace": "openshift-operators"}},
     "external": {"namespace": "", "gateway": "", "revision": "", "gateway_labels": {}, "api": "upstream",
                  "member_label": {}, "service_account": ""},
-    "keep_ossm2": False,
-    # From the pre-flight, not inputs of the role: the cluster's OpenShift minor and the installed
-    # operators' versions ({package: version}).
-    "openshift": "",
-    "installed": {},
 }
+# The role's settings as the builder names them (service_mesh_<key>): the role's defaults
+# (role_defaults) with NESTED, and from the pre-flight, not inputs of the role, the cluster's OpenShift
+# minor and the installed operators' versions ({package: version}).
+DEFAULTS = dict(role_defaults.unprefixed("service_mesh", ("flavour", "namespace", "member_label", "olm", "keep_ossm2")),
+                openshift="", installed={}, **NESTED)
 # Upstream Kubeflow's `kubeflow-gateway` Gateway selects `istio: ingressgateway`: kfocp's gateway
 # pods carry that label, and their own name in GATEWAY_LABEL so that kfocp's EnvoyFilters select
 # only them.

@@ -37,6 +37,13 @@ SERVING_NAMESPACE = "knative-serving"
 INGRESS_SUFFIX = "-ingress"
 
 
+
+def _mesh_defaults():
+    """The serverless role's serverless_mesh default (role_defaults imports this module)."""
+    from ansible_collections.kfocp.kubeflow.plugins.module_utils import role_defaults
+    return role_defaults.DEFAULTS["serverless"]["serverless_mesh"]
+
+
 def data_path_principals(serving_namespace="knative-serving", ingress_namespace="knative-serving-ingress"):
     """The mesh principals of the requests Knative sends to the inference pods: the activator's and
     Kourier gateway's (the data path) and the autoscaler's (its metric scrapes)."""
@@ -86,7 +93,7 @@ def mesh_objects(mesh, system_namespaces, field="serverless_mesh"):
     mesh_ns = dns_label(mesh.get("namespace") or "", field + ".namespace")
     control_plane = dns_label(mesh.get("control_plane") or "", field + ".control_plane")
     out = []
-    if mesh.get("members", True):
+    if mesh.get("members", _mesh_defaults()["members"]):
         for ns in system_namespaces:
             out.append({"apiVersion": "maistra.io/v1", "kind": "ServiceMeshMember",
                         "metadata": {"name": "default", "namespace": ns},
