@@ -256,3 +256,23 @@ def test_the_cluster_policy_kfocp_writes_fits_the_crd_of_every_gpu_operator_chan
     assert channels == set(DEFAULT_RUNTIME), channels
     for channel in channels:
         assert DEFAULT_RUNTIME[channel] is None or spec["operator"]["defaultRuntime"] in DEFAULT_RUNTIME[channel]
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_the_operator_rbac_covers_every_cluster_scoped_kserve_resource_of_each_release(release):
+    """The objects of applications/kserve/kserve whose CRD (in the same files) is cluster-scoped
+    (ClusterServingRuntime, ClusterStorageContainer in the three releases) are granted to the operator."""
+    objs = []
+    with tarfile.open(tarball(release)) as tar:
+        for name in tar.getnames():
+            if name.startswith("./applications/kserve/kserve/") and name.endswith(".yaml") and "kustomization" not in name:
+                objs += [o for o in yaml.load_all(tar.extractfile(name).read(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+                         if o]
+    scope = dict(((o["spec"]["group"], o["spec"]["names"]["kind"]), (o["spec"]["scope"], o["spec"]["names"]["plural"]))
+                 for o in objs if o["kind"] == "CustomResourceDefinition")
+    wanted = set((o["apiVersion"].split("/")[0], scope[(o["apiVersion"].split("/")[0], o["kind"])][1]) for o in objs
+                 if scope.get((o["apiVersion"].split("/")[0], o["kind"]), ("",))[0] == "Cluster")
+    assert wanted
+    rules = yaml.safe_load((ROOT / "operator" / "config" / "rbac" / "role.yaml").read_text())["rules"]
+    granted = set((g, r) for rule in rules for g in rule.get("apiGroups", []) for r in rule.get("resources", []))
+    assert wanted <= granted, wanted - granted
