@@ -127,6 +127,22 @@ def configuration(auth):
     return cfg
 
 
+def bearer(cfg):
+    """The Authorization header of a Configuration (kfocp's loader's or the `kubernetes` client's),
+    its refresh hook run once. kfocp's loader, and `kubernetes` 37 (requirements.txt), keep kubeconfig and in-pod
+    tokens under "BearerToken" and the `api_key` option under "authorization"; `kubernetes` 33.1
+    (the ansible-operator image's) keeps them all under "authorization", and its
+    get_api_key_with_prefix takes no alias."""
+    if cfg.refresh_api_key_hook is not None:
+        cfg.refresh_api_key_hook(cfg)
+    for identifier in ("BearerToken", "authorization"):
+        key = cfg.api_key.get(identifier)
+        if key:
+            prefix = cfg.api_key_prefix.get(identifier)
+            return "%s %s" % (prefix, key) if prefix else key
+    return None
+
+
 def _unloadable(err):
     return KubeError("cannot load Kubernetes credentials: %s. Set kubeconfig (K8S_AUTH_KUBECONFIG) "
                      "or host and api_key (K8S_AUTH_HOST, K8S_AUTH_API_KEY)." % err)
@@ -186,8 +202,7 @@ class Client:
         headers = {"Accept": accept, "User-Agent": "kfocp"}
         if content_type:
             headers["Content-Type"] = content_type
-        # kubeconfig and in-pod tokens are kept (and refreshed) under "BearerToken"; api_key under "authorization"
-        token = self.cfg.get_api_key_with_prefix("BearerToken", alias="authorization") if self.cfg.api_key else None
+        token = bearer(self.cfg) if self.cfg.api_key else None
         if token:
             headers["Authorization"] = token
         return headers

@@ -108,6 +108,18 @@ def test_the_environment_gives_the_proxy_as_it_gives_it_to_the_kubernetes_client
     assert _view(kubeconfig.from_file(path)) == _view(_theirs(path))
 
 
+@pytest.mark.parametrize("params", [{}, {"proxy": "http://proxy:3128"}, {"context": "main", "proxy": "http://p:1"}],
+                         ids=["read by kfocp", "read by the kubernetes loader", "a context, by the kubernetes loader"])
+def test_the_client_sends_the_token_the_kubernetes_client_sends(tmp_path, params):
+    """The Authorization header of kfocp's client, whichever loader read the kubeconfig, is the one
+    the installed `kubernetes` client sends (its auth_settings): the client keeps the token under
+    "BearerToken" from 37.0 on, under "authorization" before (33.1, the ansible-operator image's)."""
+    path = _write(tmp_path, {"token": "abc"}, {"insecure-skip-tls-verify": True})
+    client = Client.from_params(dict(params, kubeconfig=path))
+    assert client._headers("application/json", None)["Authorization"] == \
+        _theirs(path).auth_settings()["BearerToken"]["value"] == "Bearer abc"
+
+
 def test_a_plain_http_server_gets_no_certificates_from_either(tmp_path, pem):
     user, cluster_fields = _cases(tmp_path, pem)["token file and files by relative paths"]
     path = _write(tmp_path, user, cluster_fields, server="http://127.0.0.1:8080/")
