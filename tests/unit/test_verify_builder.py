@@ -234,3 +234,29 @@ def test_the_answers_are_read_from_what_kubernetes_cores_k8s_returns_for_one_rev
     assert [a["spec"]["user"] for a in got] == [r["spec"]["user"] for r in asked]
     assert [a["status"]["allowed"] for a in got] == [True] + [False] * (count - 1)
     assert verify.answers({"skipped": True, "changed": False}) == [] and verify.answers(None) == []
+
+
+@pytest.mark.parametrize("flavour", ["ossm2", "ossm3", "external"])
+def test_the_references_are_checked_from_the_gateway_the_service_mesh_role_runs(flavour):
+    info = mesh.gateway_info(mesh.normalise(settings(flavour)))
+    target = verify.targets(role_vars(flavour, components_namespace="ml"))["references"]
+    assert target == {"namespaces": ["kubeflow"], "gateway": "ml/kubeflow-gateway", "principals": [info["principal"]],
+                      "root_namespace": info["mesh_namespace"]}
+    assert verify.targets(role_vars(flavour))["references"]["gateway"] == "kubeflow/kubeflow-gateway"
+    assert verify.targets(role_vars(flavour, kfocp_components_enabled=False))["references"] is None
+
+
+def test_each_broken_reference_fails_a_row_naming_both_objects_and_the_field():
+    from ansible_collections.kfocp.kubeflow.plugins.module_utils import references
+    target = {"namespaces": ["kubeflow"]}
+    objs = [{"kind": "Namespace", "metadata": {"name": "kubeflow"}},
+            {"kind": "ConfigMap", "metadata": {"name": "c", "namespace": "kubeflow"}, "data": {"url": "http://api.kubeflow.svc:80"}}]
+    found = references.check(objs, namespaces=["kubeflow"])
+    assert verify.reference_rows(target, found) == [
+        {"check": "references", "pass": False, "target": "ConfigMap kubeflow/c data.url",
+         "detail": "'api.kubeflow.svc': Service kubeflow/api does not exist"}]
+    objs.append({"kind": "Service", "metadata": {"name": "api", "namespace": "kubeflow"}})
+    assert verify.reference_rows(target, references.check(objs, namespaces=["kubeflow"])) == [
+        {"check": "references", "pass": True, "target": "kubeflow",
+         "detail": "none broken (0 backends, 1 hosts, 0 paths, 0 principals)"}]
+    assert verify.reference_rows(target, {"failed": True, "msg": "Forbidden"})[0]["pass"] is False

@@ -25,6 +25,8 @@ reviews the SCC check needs; rows() decides every check from what the cluster ho
 - oauth-proxy's answer to a request without a session, with --skip-provider-button: a 302 to the
   OAuth server's authorization endpoint with its client_id and redirect_uri (oauth-proxy
   oauthproxy.go OAuthStart, providers GetLoginRedirectURL).
+- The references between the Kubeflow objects of the verified namespaces, as the references
+  module finds them (plugins/module_utils/references.py): one failing row per broken reference.
 """
 from __future__ import absolute_import, division, print_function
 
@@ -35,6 +37,7 @@ try:
 except ImportError:  # pragma: no cover  # Python 2
     from urlparse import parse_qs, urlsplit
 
+from ansible_collections.kfocp.kubeflow.plugins.module_utils import references
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import auth, gpu, mesh, pod_security
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.common import require
 
@@ -44,6 +47,8 @@ ROUTE_ADMITTED = "Admitted"
 # Service Mesh 2's member roll and Service Mesh 3's Istio resource
 MEMBER_ROLL = {"api_version": mesh.MAISTRA_V1, "kind": "ServiceMeshMemberRoll", "name": "default"}
 ISTIO = {"api_version": mesh.SAIL, "kind": "Istio"}
+# The Gateway upstream's VirtualServices publish the UIs on (in the components' namespace).
+KUBEFLOW_GATEWAY = "kubeflow-gateway"
 # The variables targets() reads, besides service_mesh_*.
 MESH_KEYS = mesh.MEMBERSHIP_KEYS + ("gateway",)
 
@@ -60,14 +65,18 @@ def mesh_settings(variables):
 
 
 def targets(variables):
-    """Where each check looks, from the roles' variables: {namespaces, route, oauth, mesh, gpu}.
+    """Where each check looks, from the roles' variables: {namespaces, route, oauth, mesh, gpu,
+    references}.
 
     - route: the auth role's Route (auth_name in auth_namespace, or the gateway's namespace), or,
       with auth off, the service_mesh role's edge Route when service_mesh_gateway.route is on;
     - mesh: what says the members are in: the member roll of the Service Mesh 2 control plane, the
       Istio resource of Service Mesh 3, nothing mesh-wide for an existing mesh; and the labels each
       verified namespace needs to be a member (Service Mesh 3 and existing meshes join by label);
-    - gpu: the gpu role's node taint and its GPU MachineSets."""
+    - gpu: the gpu role's node taint and its GPU MachineSets;
+    - references: what the references module needs: the kubeflow Gateway of the components'
+      namespace, the principal of the gateway the service_mesh role runs and the mesh's root
+      namespace."""
     # a variable that is not set comes as None or '' (the vars lookup's default): the role's default applies
     variables = dict((key, value) for key, value in (variables or {}).items() if value is not None and value != "")
     names = variables.get("kfocp_verify_namespaces") or []
@@ -75,7 +84,7 @@ def targets(variables):
             "must be a list of namespace names", "Give e.g. [kubeflow]")
     settings = mesh.normalise(mesh_settings(variables))
     gateway = mesh.gateway_info(settings)
-    out = {"namespaces": list(names), "route": None, "oauth": None, "mesh": None, "gpu": None}
+    out = {"namespaces": list(names), "route": None, "oauth": None, "mesh": None, "gpu": None, "references": None}
     if _enabled(variables, "auth"):
         host = variables.get("auth_host") or ""
         out["route"] = {"namespace": variables.get("auth_namespace") or gateway["namespace"],
@@ -97,6 +106,10 @@ def targets(variables):
         entries = variables.get("gpu_machinesets") or []
         out["gpu"] = {"taint": dict(gpu.TAINT), "namespace": gpu.MACHINE_API,
                       "machinesets": [e["name"] for e in entries if isinstance(e, dict) and e.get("name")]}
+    if _enabled(variables, "components"):
+        out["references"] = {"namespaces": list(names),
+                             "gateway": "%s/%s" % (variables.get("components_namespace") or "kubeflow", KUBEFLOW_GATEWAY),
+                             "principals": [gateway["principal"]], "root_namespace": gateway["mesh_namespace"]}
     return out
 
 
@@ -304,12 +317,34 @@ def gpu_rows(target, machinesets, nodes):
     return rows
 
 
+# ---------------------------------------------------------------- references
+
+def reference_rows(target, result):
+    """One failing row per broken reference the references module found (the referring object and
+    field; the value, the object it names and what is wrong), or one passing row saying how many
+    references were checked."""
+    result = result or {}
+    if "findings" not in result:
+        return [{"check": "references", "target": ", ".join(target["namespaces"]), "pass": False,
+                 "detail": "not checked: %s" % (result.get("msg") or "the references module did not run")}]
+    rows = []
+    for found in result["findings"]:
+        rows.append({"check": "references", "pass": False,
+                     "target": "%s %s" % (references.describe(found["source"]), found["field"]),
+                     "detail": "%r: %s %s" % (found["value"], references.describe(found["target"]), found["problem"])})
+    if not rows:
+        counts = result.get("checked") or {}
+        rows.append({"check": "references", "target": ", ".join(target["namespaces"]), "pass": True,
+                     "detail": "none broken (%s)" % ", ".join("%d %s" % (counts[k], k) for k in sorted(counts))})
+    return rows
+
+
 # ---------------------------------------------------------------- all of them
 
 def rows(targets_, live):
     """Every check's rows. `live` holds what the cluster holds: pods, namespaces, reviews (the
     answered reviews()), sccs, route, oauth ({url, status, location}), mesh (the control object),
-    machinesets, nodes."""
+    machinesets, nodes, references (what the references module returned)."""
     live = live or {}
     names = targets_["namespaces"]
     pods = [p for p in live.get("pods") or [] if p["metadata"]["namespace"] in names]
@@ -323,4 +358,6 @@ def rows(targets_, live):
         out += mesh_rows(targets_["mesh"], live.get("mesh"), live.get("namespaces"))
     if targets_.get("gpu"):
         out += gpu_rows(targets_["gpu"], live.get("machinesets"), live.get("nodes"))
+    if targets_.get("references"):
+        out += reference_rows(targets_["references"], live.get("references"))
     return out
