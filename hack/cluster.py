@@ -162,8 +162,9 @@ KWOK = ("sigs.k8s.io/kwok/cmd/kwok", "v0.8.0")
 # cyclonus evaluates NetworkPolicies for given pods and traffic (the request path tests use it).
 CYCLONUS = ("github.com/mattfenwick/cyclonus/cmd/cyclonus", "v0.5.6")
 # istioctl's analyzers check the mesh wiring the roles write (istio.io/istio publishes no module
-# tags, so the proxy serves it by pseudo-version). A large build: minutes of CPU, cached.
-ISTIOCTL = ("istio.io/istio/istioctl/cmd/istioctl", "v0.0.0-20260827124520-eed52ebb66ad")
+# tags, so the proxy serves it by pseudo-version, the one hack/istio/go.mod pins for the istio-authz
+# judge too). A large build: minutes of CPU, cached.
+ISTIOCTL = ("istio.io/istio/istioctl/cmd/istioctl", module_version(HACK / "istio" / "go.mod", "istio.io/istio"))
 
 
 def go_install(package: str, version: str, dest: Path) -> Path:
@@ -281,6 +282,21 @@ def openshift_crds() -> list[Path]:
 
 def _digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+# Istio's own code, pinned in hack/istio/go.mod at the version istioctl is built from: the judge of
+# what the request path tests decide with plugins/module_utils/authz.py (tests/judges.py istio_authz):
+# the Envoy RBAC filters istiod gives a sidecar for the AuthorizationPolicies a cluster holds.
+ISTIO = HACK / "istio"
+ISTIO_JUDGES = {"istio-authz": "./cmd/istio-authz"}
+
+
+def build_istio_judge() -> Path:
+    """Build or reuse istio-authz (cached by the digest of hack/istio's go.mod, go.sum and sources).
+    Shares istioctl's module and much of its build cache; minutes of CPU on a cold cache."""
+    sources = sorted([ISTIO / "go.mod", ISTIO / "go.sum", *ISTIO.glob("cmd/*/*.go")])
+    digest = _digest("".join(path.read_text() for path in sources))
+    return go_build(ISTIO, ISTIO_JUDGES, cache_root() / f"istio-judges-{digest}") / "istio-authz"
 
 
 def build_judges() -> dict[str, Path]:
@@ -925,7 +941,8 @@ def main(argv=None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     build_cmd = sub.add_parser("build", help="build or reuse the binaries and print their paths")
     build_cmd.add_argument("--workloads", action="store_true", help="also kube-scheduler and kwok")
-    build_cmd.add_argument("--istioctl", action="store_true", help="also istioctl (a long build)")
+    build_cmd.add_argument("--istioctl", action="store_true",
+                           help="also istioctl and the istio-authz judge (long builds)")
     build_cmd.add_argument("--judges", action="store_true",
                            help="also OpenShift's CRDs and the judges built from OpenShift's code (hack/openshift)")
     up = sub.add_parser("up", help="start the control plane and install the CRDs and built-ins")
@@ -949,6 +966,7 @@ def main(argv=None) -> int:
             built = dict(build(), **(build_workloads() if args.workloads else {}))
             if args.istioctl:
                 built["istioctl"] = build_istioctl()
+                built["istio-authz"] = build_istio_judge()
             if args.judges:
                 built.update(build_judges(), **{"openshift-crds": openshift_crds()[0].parent})
             for name, path in built.items():

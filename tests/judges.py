@@ -6,18 +6,25 @@ build_judges), each reading JSON on stdin and answering JSON.
   Kubernetes SubjectAccessReview it asks (and the keys it drops);
 - cluster_autoscaler_operator: CAO's ClusterAutoscaler and MachineAutoscaler validation, and the
   cluster-autoscaler arguments its controller renders;
-- machine_api_operator: MAO's MachineSet defaulting and validation webhooks, for one platform.
+- machine_api_operator: MAO's MachineSet defaulting and validation webhooks, for one platform;
+
+and Istio's own code (hack/istio, cluster.build_istio_judge):
+
+- istio_authz: the Envoy RBAC HTTP filters istiod gives a sidecar for the AuthorizationPolicies
+  the cluster holds (tests/envoy_rbac.py decides a request with them).
 """
 import json
 import subprocess
 
-from cluster import build_judges
+from cluster import build_istio_judge, build_judges
 
 _BINS = {}
 
 
 def _run(name, stdin, *args):
-    if not _BINS:
+    if name == "istio-authz" and name not in _BINS:
+        _BINS[name] = build_istio_judge()
+    elif name not in _BINS:
         _BINS.update(build_judges())
     proc = subprocess.run([str(_BINS[name]), *args], input=json.dumps(stdin) if not isinstance(stdin, str) else stdin,
                           capture_output=True, text=True, timeout=120, check=False)
@@ -45,3 +52,18 @@ def machine_api_operator(platform, machinesets, region, infrastructure_name="ci-
     """[{name, defaulted, errors, warnings}] per MachineSet, on `platform` (AWS, Azure, GCP)."""
     return _run("mao-judge", {"platform": platform, "region": region, "infrastructureName": infrastructure_name,
                               "machineSets": list(machinesets)})
+
+
+def istio_authz(policies, namespace, labels=None, root_namespace="istio-system", trust_domain="cluster.local"):
+    """{filters: [the HTTP RBAC filters, in the chain's order], custom: [CUSTOM's], invalid: {ns/name:
+    why Istio's validation refuses it}} for a sidecar of a pod with `labels` in `namespace`."""
+    return _run("istio-authz", {"namespace": namespace, "labels": dict(labels or {}), "rootNamespace": root_namespace,
+                                "trustDomain": trust_domain, "policies": list(policies)})
+
+
+def istio_authz_workloads(policies, workloads, root_namespace="istio-system", trust_domain="cluster.local"):
+    """istio_authz for each (namespace, labels) of `workloads`, in one run: ([{filters, custom}], invalid)."""
+    out = _run("istio-authz", {"workloads": [{"namespace": ns, "labels": dict(labels or {})} for ns, labels in workloads],
+                               "rootNamespace": root_namespace, "trustDomain": trust_domain,
+                               "policies": list(policies)})
+    return out["workloads"], out["invalid"]

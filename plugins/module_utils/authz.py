@@ -16,9 +16,14 @@ request, from the AuthorizationPolicies the cluster holds:
 - A rule matches when its from, to and when all match; `from` and `to` match when one of their
   entries does; an entry matches when every field in it does; `when` needs every condition.
   A field with values matches when one value does, a not-field when none does.
-- Values: exact, prefix (`abc*`), suffix (`*abc`), or `*` (any non-empty value). Principals and
-  the source namespace come from the peer's mTLS certificate: without mTLS they are empty and no
-  principals or namespaces field matches (their not-fields do).
+- Paths are matched without the request's query string and fragment (`/metrics?x=1` is `/metrics`).
+- Values: exact, prefix (`abc*`), suffix (`*abc`), or `*` (any non-empty value; on a header, a
+  `request.headers[...]` condition, hosts or methods: any value, empty too). Hosts ignore case.
+  Principals and the source namespace come from the peer's mTLS certificate: without mTLS they are
+  empty and no principals or namespaces field matches (their not-fields do).
+- Where these rules are Istio's translation and Envoy's matching rather than Istio's
+  documentation (paths, `*` on headers, hosts), tests/unit/test_istio_authz_judge.py holds them to
+  Istio's own code and Envoy's rules.
 
 A request is a dict: principal (`cluster.local/ns/<ns>/sa/<sa>`, '' without mTLS), headers
 (names in any case), path, method, host, port, ip.
@@ -43,13 +48,18 @@ def source_namespace(principal):
     return found.group(1) if found else ""
 
 
-def match_value(pattern, value):
-    """Istio string matching: exact, prefix `abc*`, suffix `*abc`, or `*` for any non-empty value."""
+def match_value(pattern, value, header=False, fold=False):
+    """Istio string matching: exact, prefix `abc*`, suffix `*abc`, or `*` for any non-empty value.
+    On a header (`header`: a `request.headers[...]` condition, hosts, methods), `*` is a presence
+    match: any value, the empty one too (Istio's matcher.HeaderMatcher and HostMatcher translate it
+    to Envoy's present_match). `fold`: case-insensitive (hosts: HostMatcher sets ignore_case)."""
     if value is None:
         return False
     value = str(value)
     if pattern == "*":
-        return value != ""
+        return header or value != ""
+    if fold:
+        pattern, value = pattern.lower(), value.lower()
     if pattern.endswith("*"):
         return value.startswith(pattern[:-1])
     if pattern.startswith("*"):
@@ -57,16 +67,16 @@ def match_value(pattern, value):
     return value == pattern
 
 
-def _any(patterns, value):
-    return any(match_value(p, value) for p in patterns)
+def _any(patterns, value, header=False, fold=False):
+    return any(match_value(p, value, header, fold) for p in patterns)
 
 
-def _field(spec, name, value):
+def _field(spec, name, value, header=False, fold=False):
     """A field and its not-field: the field (when given) must match, the not-field must not."""
-    if name in spec and not _any(spec[name] or [], value):
+    if name in spec and not _any(spec[name] or [], value, header, fold):
         return False
     negative = "not" + name[0].upper() + name[1:]
-    if negative in spec and _any(spec[negative] or [], value):
+    if negative in spec and _any(spec[negative] or [], value, header, fold):
         return False
     return True
 
@@ -97,14 +107,22 @@ def _source_matches(source, request):
     return all(_field(source, name, value) for name, value in checks)
 
 
+def request_path(path):
+    """The path `paths` match: the request's without its query and fragment. Istio translates paths to
+    Envoy's url_path (pilot/pkg/security/authz/model/generator.go pathGenerator), and Envoy's
+    PathMatcher drops them before matching (source/common/common/matchers.cc PathMatcher::match)."""
+    return None if path is None else re.split(r"[?#]", str(path), maxsplit=1)[0]
+
+
 def _operation_matches(operation, request):
     checks = (("hosts", request.get("host")), ("ports", request.get("port")), ("methods", request.get("method")),
-              ("paths", request.get("path")))
+              ("paths", request_path(request.get("path"))))
     known = _field_names(name for name, unused in checks)
     unknown = sorted(set(operation) - known)
     if unknown:
         raise PolicyError("to.operation.%s: not supported by this evaluator" % unknown[0])
-    return all(_field(operation, name, None if value is None else str(value)) for name, value in checks)
+    return all(_field(operation, name, None if value is None else str(value), header=name in ("hosts", "methods"),
+                      fold=name == "hosts") for name, value in checks)
 
 
 def condition_value(key, request):
@@ -123,10 +141,11 @@ def condition_value(key, request):
 
 
 def _condition_matches(condition, request):
-    value = condition_value(condition.get("key", ""), request)
-    if "values" in condition and not _any(condition["values"] or [], value):
+    key = condition.get("key", "")
+    value, header = condition_value(key, request), key.startswith("request.headers[")
+    if "values" in condition and not _any(condition["values"] or [], value, header):
         return False
-    if "notValues" in condition and _any(condition["notValues"] or [], value):
+    if "notValues" in condition and _any(condition["notValues"] or [], value, header):
         return False
     return True
 
