@@ -606,11 +606,10 @@ def test_scc_policies_are_the_seed_definitions():
         (ROOT / "hack" / "seed" / "sccs.yaml").read_text()) if d for d in (d.get("items") or [d]))
     assert set(scc_policies.ORDER) <= set(seed)
     for name, data in scc_policies.SCCS.items():
+        live = scc_policies.strategies(seed[name])
+        assert sorted(live) == sorted(data), name
         for key, value in data.items():
-            live = seed[name].get(key)
-            if isinstance(live, dict):
-                live = live["type"]
-            assert (sorted(live) if isinstance(live, list) else live) == \
+            assert (sorted(live[key]) if isinstance(live[key], list) else live[key]) == \
                 (sorted(value) if isinstance(value, list) else value), (name, key)
 
 

@@ -846,12 +846,15 @@ def external_argo(objs, s3, configmap="workflow-controller-configmap", argo_obje
 
 # ---------------------------------------------------------------- SCC derivation
 
-def derive_scc(objs, uid_range=None):
+def derive_scc(objs, uid_range=None, openshift=None):
     """The least privileged SCC each service account needs, from its pods' whole security context.
 
     Every workload's pod spec is checked against the SCC strategies OpenShift ships
     (scc_policies: restricted-v2, nonroot-v2, anyuid, hostmount-anyuid, hostnetwork-v2,
     privileged, least privileged first, in SCC admission's own order); an account gets the first SCC that admits all its pods.
+    `openshift` is the cluster's OpenShift minor (kfocp_openshift): its own default SCCs
+    (scc_policies.model: hostmount-anyuid-v2 from 4.17; restricted-v3, nested-container and image
+    volumes from 4.20); None, those every supported version ships.
     `uid_range` ({start, size}) is the namespace's UID range (and group range), which fixed UIDs,
     fsGroups and supplemental groups must fall in for restricted-v2; unknown ({} or None), every
     fixed value is outside. Returns grants [{namespace, serviceaccount, scc, field, reason}] for
@@ -872,15 +875,15 @@ def derive_scc(objs, uid_range=None):
         annotations = pod_meta(obj).get("annotations") or {}
         pods.setdefault((_ns(obj) or "default", account), []).append(("%s %s" % (obj["kind"], _name(obj)), spec,
                                                                       annotations))
-    grants = []
+    grants, model = [], scc_policies.model(openshift or None)
     for (namespace, account), specs in sorted(pods.items()):
         try:
-            scc, refused = scc_policies.least_privileged(specs, uid_range or None)
+            scc, refused = scc_policies.least_privileged(specs, uid_range or None, version=openshift or None)
         except ValueError as error:
             raise DefinitionError("service account %s/%s: %s" % (namespace, account, error))
-        if scc == scc_policies.DEFAULT:
+        if scc in model.defaults:
             continue
-        before = scc_policies.ORDER[scc_policies.ORDER.index(scc) - 1]
+        before = model.order[model.order.index(scc) - 1]
         reasons = []
         for label, field, why in refused:
             text = "%s: %s %s" % (label, field, why)
@@ -1213,10 +1216,10 @@ def images_pass(state):
 
 
 def scc_pass(state):
-    """Derive the least privileged SCC of each service account (scc {uid_range}), and its audit."""
+    """Derive the least privileged SCC of each service account (scc {uid_range, openshift}), and its audit."""
     scc = state.options.get("scc")
     if scc is not None:
-        state.result["grants"] = derive_scc(state.objs, scc.get("uid_range"))
+        state.result["grants"] = derive_scc(state.objs, scc.get("uid_range"), scc.get("openshift"))
         state.result["audit"] = audit_table(state.result["grants"])
 
 
@@ -1285,7 +1288,7 @@ def assemble(rendered, options, passes=PASSES):
     replaces istio-system's gateway in upstream's AuthorizationPolicies), logout_url (the dashboard's
     LOGOUT_URL), mesh_membership (what the
     mesh_membership filter returns for the namespace: its labels and ServiceMeshMember),
-    argo {s3, configmap}, scc {uid_range}, take_over [Kind/name patterns], render (bool: plain objects
+    argo {s3, configmap}, scc {uid_range, openshift}, take_over [Kind/name patterns], render (bool: plain objects
     for GitOps), kserve_local_gateway_service (KServe's localGatewayService; default Kourier's
     cluster-local Service, "" keeps upstream's).
     """

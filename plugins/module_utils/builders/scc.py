@@ -11,8 +11,11 @@ __metaclass__ = type
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.common import (
     dns_label, dns_subdomain, namespace, require, role_binding)
 
+# hostmount-anyuid-v2 (OpenShift 4.17 on), restricted-v3 and nested-container (4.20 on) are the
+# newer default SCCs, which SCC derivation grants on the versions that ship them.
 KNOWN_SCCS = ("restricted-v2", "restricted", "nonroot-v2", "nonroot", "anyuid", "hostnetwork-v2",
-              "hostnetwork", "hostmount-anyuid", "hostaccess", "privileged")
+              "hostnetwork", "hostmount-anyuid", "hostaccess", "privileged", "hostmount-anyuid-v2",
+              "restricted-v3", "nested-container")
 REASON = "kfocp.io/scc-reason"
 
 

@@ -3,18 +3,24 @@
 # GNU General Public License v3.0+ (see COPYING or https://www.gnu.org/licenses/gpl-3.0.txt)
 """Which SCC OpenShift would admit a pod under: the SCC strategies themselves, as data.
 
-SCCS holds the strategy fields of the six SCCs OpenShift ships that a workload may be granted,
-copied from their definitions (hack/seed/sccs.yaml, from openshift/cluster-kube-apiserver-operator;
-tests/unit/test_scc_policies.py checks that they agree). `admits()` evaluates one SCC's
+SCCS holds the strategy fields of the six SCCs every supported OpenShift version ships that a
+workload may be granted, copied from their definitions (hack/seed/sccs.yaml, from
+openshift/cluster-kube-apiserver-operator). The default SCCs differ by version, so `model(version)`
+gives each supported version's own: 4.17 adds hostmount-anyuid-v2; 4.20 adds restricted-v3 (which,
+like restricted-v2, every authenticated user may use) and nested-container, both for pods in a user
+namespace only (userNamespaceLevel RequirePodLevel: spec.hostUsers false) with ranges fixed in the
+SCC, and lets every SCC mount `image` volumes (hack/seed/sccs-<version>.yaml, each upstream's files
+verbatim; tests/unit/test_scc_versions.py checks that the models are those files' strategies). `admits()` evaluates one SCC's
 strategies against a pod spec the way OpenShift's SCC admission validates it
 (openshift/apiserver-library-go pkg/securitycontextconstraints): privileged containers,
 privilege escalation, added capabilities, host network/PID/IPC and host ports, volume types and
 hostPath, runAsUser (MustRunAsRange, MustRunAsNonRoot, RunAsAny), SELinux, fsGroup (MustRunAs: the
 first value of the namespace's group block only), supplementalGroups (MustRunAs within any of the
-namespace's group blocks), RunAsAny, seccomp profiles (the
+namespace's group blocks), RunAsAny, ranges fixed in the SCC in place of the namespace's,
+userNamespaceLevel (RequirePodLevel: spec.hostUsers must be false), seccomp profiles (the
 fields and the seccomp annotations, which SCC admission still reads) and sysctls: one check per
 field, pod fields first, then each container's (_POD_CHECKS, _CONTAINER_CHECKS).
-runAsGroup is not read: none of these six SCCs sets a runAsGroup strategy, and the admission
+runAsGroup is not read: none of these SCCs sets a runAsGroup strategy, and the admission
 checks runAsGroup only under one (newer releases' sccmatching/provider.go, where an SCC without
 one is RunAsAny), so it never decides.
 
@@ -26,13 +32,17 @@ needs that SCC and no other. That order is SCC admission's sort by "points" (ope
 pkg/securitycontextconstraints/util/sort/byrestrictions.go, pointValue): privileged containers
 weigh most, then host ports, host network, host path volumes, other non-trivial volumes, the
 SELinux and runAsUser strategies, and capabilities. So hostnetwork-v2 (host network and ports)
-comes after anyuid and hostmount-anyuid. Nothing here does I/O.
+comes after anyuid and hostmount-anyuid. On 4.20 an account needs no grant when each of its pods is
+admitted by restricted-v2 or restricted-v3. Nothing here does I/O.
 """
 from __future__ import absolute_import, division, print_function
 
 __metaclass__ = type
 
 import json
+from collections import namedtuple
+
+from ansible_collections.kfocp.kubeflow.plugins.module_utils import versions
 
 _RESTRICTED_VOLUMES = ("configMap", "csi", "downwardAPI", "emptyDir", "ephemeral", "persistentVolumeClaim",
                        "projected", "secret")
@@ -81,12 +91,65 @@ SCCS = {
         "runAsUser": "RunAsAny", "seLinuxContext": "RunAsAny", "fsGroup": "RunAsAny",
         "supplementalGroups": "RunAsAny", "seccompProfiles": ["*"], "allowedUnsafeSysctls": ["*"]},
 }
+# None of the six requires a user namespace or fixes a range: the namespace's ranges apply.
+_UNFIXED = {"userNamespaceLevel": "AllowHostLevel", "runAsUserRange": None, "fsGroupRanges": None,
+            "supplementalGroupsRanges": None}
+for _fields in SCCS.values():
+    for _key, _value in _UNFIXED.items():
+        _fields.setdefault(_key, _value)
 # Least privileged first, by SCC admission's points (restricted-v2 132010, nonroot-v2 142010,
 # anyuid 154950, hostmount-anyuid 254950, hostnetwork-v2 1332010, privileged 3089000; admission
 # sorts by priority before points, but a grant only decides which SCCs may be used).
 # restricted-v2 is every authenticated user's already: it needs no grant.
 ORDER = ("restricted-v2", "nonroot-v2", "anyuid", "hostmount-anyuid", "hostnetwork-v2", "privileged")
 DEFAULT = "restricted-v2"
+
+
+def _span(first, last):
+    return {"start": first, "size": last - first + 1}
+
+
+# 4.17 on (release-4.17 84e19b21): hostmount-anyuid-v2 is hostmount-anyuid with any SELinux context.
+_SCCS_417 = dict(SCCS, **{"hostmount-anyuid-v2": dict(SCCS["hostmount-anyuid"], seLinuxContext="RunAsAny")})
+# 4.20 on (release-4.20 e9accf88): every SCC that lists volumes also lists image; restricted-v3 and
+# nested-container admit only pods in a user namespace, with the ranges they fix.
+_SCCS_420 = dict((name, dict(fields, volumes=sorted(fields["volumes"] + ["image"]))
+                  if "*" not in fields["volumes"] else fields) for name, fields in _SCCS_417.items())
+_SCCS_420["restricted-v3"] = dict(
+    _SCCS_420["restricted-v2"], userNamespaceLevel="RequirePodLevel", runAsUserRange=_span(1000, 65534),
+    fsGroupRanges=[_span(1000, 65534)], supplementalGroups="MustRunAs", supplementalGroupsRanges=[_span(1000, 65534)])
+_SCCS_420["nested-container"] = dict(
+    _SCCS_420["restricted-v3"], allowPrivilegeEscalation=True, allowedCapabilities=["SETUID", "SETGID"],
+    seccompProfiles=["*"], runAsUserRange=_span(0, 65534), fsGroupRanges=[_span(0, 65534)],
+    supplementalGroupsRanges=[_span(0, 65534)])
+
+# What one OpenShift version ships: its SCCs (strategies), the order derivation tries them in (SCC
+# admission's points, least first: hostmount-anyuid-v2 284950; restricted-v3 132010, after
+# restricted-v2 by name; nested-container 135020) and the SCCs every authenticated user may use
+# (ClusterRoleBindings system:openshift:scc:<name> to system:authenticated), which need no grant.
+Model = namedtuple("Model", "sccs order defaults")
+_MODELS = (
+    ("4.14", Model(SCCS, ORDER, (DEFAULT,))),
+    ("4.17", Model(_SCCS_417, ("restricted-v2", "nonroot-v2", "anyuid", "hostmount-anyuid", "hostmount-anyuid-v2",
+                               "hostnetwork-v2", "privileged"), (DEFAULT,))),
+    ("4.20", Model(_SCCS_420, ("restricted-v2", "restricted-v3", "nested-container", "nonroot-v2", "anyuid",
+                               "hostmount-anyuid", "hostmount-anyuid-v2", "hostnetwork-v2", "privileged"),
+                   (DEFAULT, "restricted-v3"))),
+)
+
+
+def model(version=None):
+    """The SCCs of OpenShift `version` (a supported minor such as "4.18"; raises naming
+    kfocp_openshift_version otherwise). None, the version not known: the six SCCs every supported
+    version ships with restricted-v2 the one default, so that a grant works on any of them."""
+    if version is None:
+        return _MODELS[0][1]
+    found = _minor(versions.supported(version))
+    return [entry for since, entry in _MODELS if _minor(since) <= found][-1]
+
+
+def _minor(version):
+    return tuple(int(part) for part in version.split("."))
 
 # The pod annotation that pins a pod to one SCC (openshift/api security/v1 RequiredSCCAnnotation): SCC
 # admission then lists that SCC alone (sccadmission/admission.go listSortedSCCs, release-4.14 on).
@@ -114,11 +177,20 @@ _STRATEGIES = {"runAsUser": ("MustRunAsRange", "MustRunAsNonRoot", "RunAsAny"), 
                "fsGroup": ("MustRunAs", "RunAsAny"), "supplementalGroups": ("MustRunAs", "RunAsAny")}
 
 
+# The options of a strategy modelled here: runAsUser MustRunAsRange's fixed range, the groups' fixed
+# ranges under MustRunAs, and MustRunAs SELinux options (which, like the namespace's own, are not
+# compared: a pod that sets SELinux options is refused under MustRunAs whatever they are).
+_OPTIONS = {("runAsUser", "MustRunAsRange"): ("uidRangeMin", "uidRangeMax"), ("fsGroup", "MustRunAs"): ("ranges",),
+            ("supplementalGroups", "MustRunAs"): ("ranges",), ("seLinuxContext", "MustRunAs"): ("seLinuxOptions",)}
+_USER_NAMESPACE_LEVELS = ("AllowHostLevel", "RequirePodLevel")
+
+
 def strategies(obj):
     """The fields of an SCC object that decide admission, in SCCS's form, for the strategies modelled
-    here: ranges from the namespace only (none fixed in the SCC), no fixed SELinux context, UID or
-    read-only root filesystem, no forbidden sysctls or flex volumes. Raises ValueError naming the
-    first field of `obj` it does not model. allowPrivilegeEscalation left out is true (openshift/api
+    here: ranges from the namespace or fixed in the SCC (runAsUser MustRunAsRange, fsGroup and
+    supplementalGroups MustRunAs), userNamespaceLevel, no fixed UID or read-only root filesystem, no
+    forbidden sysctls or flex volumes. Raises ValueError naming the first field of `obj` it does not
+    model. allowPrivilegeEscalation left out is true, userNamespaceLevel AllowHostLevel (openshift/api
     security/v1 types.go)."""
     name = (obj.get("metadata") or {}).get("name", "")
     out = dict((key, bool(obj.get(key))) for key in _BOOLEANS)
@@ -127,11 +199,22 @@ def strategies(obj):
     out["volumes"] = out["volumes"] or []
     for key, known in sorted(_STRATEGIES.items()):
         options = obj.get(key) or {}
-        extra = sorted(k for k, v in options.items() if k != "type" and v not in (None, [], {}))
+        allowed = _OPTIONS.get((key, options.get("type")), ())
+        extra = sorted(k for k, v in options.items() if k != "type" and k not in allowed and v not in (None, [], {}))
         if options.get("type") not in known or extra:
-            raise ValueError("SCC %s: %s %s is not a strategy modelled here (%s without ranges or options)" % (
-                name, key, json.dumps(options, sort_keys=True), ", ".join(known)))
+            raise ValueError("SCC %s: %s %s is not a strategy modelled here (%s, ranges only where fixed ranges are "
+                             "modelled)" % (name, key, json.dumps(options, sort_keys=True), ", ".join(known)))
         out[key] = options["type"]
+    user = obj.get("runAsUser") or {}
+    fixed = user.get("uidRangeMin") is not None or user.get("uidRangeMax") is not None
+    out["runAsUserRange"] = _span(int(user["uidRangeMin"]), int(user["uidRangeMax"])) if fixed else None
+    for key in ("fsGroup", "supplementalGroups"):
+        ranges = (obj.get(key) or {}).get("ranges") or []
+        out[key + "Ranges"] = [_span(int(r["min"]), int(r["max"])) for r in ranges] or None
+    out["userNamespaceLevel"] = obj.get("userNamespaceLevel") or "AllowHostLevel"
+    if out["userNamespaceLevel"] not in _USER_NAMESPACE_LEVELS:
+        raise ValueError("SCC %s: userNamespaceLevel %s is not modelled here (%s)" % (
+            name, out["userNamespaceLevel"], ", ".join(_USER_NAMESPACE_LEVELS)))
     for key in ("readOnlyRootFilesystem", "forbiddenSysctls", "allowedFlexVolumes"):
         if obj.get(key):
             raise ValueError("SCC %s: %s %s is not modelled here" % (name, key, json.dumps(obj[key])))
@@ -221,6 +304,14 @@ def _host_namespaces(scc, pod):
             if pod.spec.get(field) and not scc[allow]]
 
 
+def _user_namespace(scc, pod):
+    """RequirePodLevel: the pod must have a user namespace of its own, spec.hostUsers false
+    (sccmatching/provider.go ValidatePodSecurityContext, release-4.20)."""
+    if scc.get("userNamespaceLevel") == "RequirePodLevel" and pod.spec.get("hostUsers") is not False:
+        return [("spec.hostUsers", "must be false: the SCC admits pods in a user namespace only")]
+    return []
+
+
 def _volumes(scc, pod):
     found = []
     for index, volume in enumerate(pod.spec.get("volumes") or []):
@@ -232,13 +323,23 @@ def _volumes(scc, pod):
     return found
 
 
+def _fixed_blocks(blocks):
+    return ", ".join("%d-%d" % (int(b["start"]), int(b["start"]) + int(b["size"]) - 1) for b in blocks)
+
+
 def _fs_group(scc, pod):
     """MustRunAs: the namespace's first group only. SCC admission gives the fsGroup strategy one
     range, Min = Max = the first block's start (sccmatching/matcher.go getPreallocatedFSGroup), where
-    supplementalGroups gets every block whole (getPreallocatedSupplementalGroups)."""
+    supplementalGroups gets every block whole (getPreallocatedSupplementalGroups). An SCC that fixes
+    ranges (restricted-v3) allows a group in any of them instead."""
     group = pod.context.get("fsGroup")
     if scc["fsGroup"] != "MustRunAs" or not isinstance(group, int) or isinstance(group, bool):
         return []
+    if scc.get("fsGroupRanges"):
+        if any(_in_range(group, block) for block in scc["fsGroupRanges"]):
+            return []
+        return [("spec.securityContext.fsGroup", "%d is outside the SCC's ranges %s" % (
+            group, _fixed_blocks(scc["fsGroupRanges"])))]
     if pod.group_range and group == int(pod.group_range.get("start", -1)):
         return []
     if not pod.group_range:
@@ -252,6 +353,11 @@ def _supplemental_groups(scc, pod):
     (sccmatching/matcher.go getPreallocatedSupplementalGroups, group/mustrunas.go isGroupValid)."""
     if scc["supplementalGroups"] != "MustRunAs":
         return []
+    if scc.get("supplementalGroupsRanges"):
+        return [("spec.securityContext.supplementalGroups", "%d is outside the SCC's ranges %s" % (
+            group, _fixed_blocks(scc["supplementalGroupsRanges"])))
+                for group in pod.context.get("supplementalGroups") or []
+                if not any(_in_range(group, block) for block in scc["supplementalGroupsRanges"])]
     where = (_range_text(pod.group_range) if len(pod.group_blocks) < 2 else
              "outside the namespace's group blocks %s" % ", ".join(
                  "%d-%d" % (int(b["start"]), int(b["start"]) + int(b["size"]) - 1) for b in pod.group_blocks))
@@ -334,16 +440,20 @@ def _user(scc, pod, box):
     uid = box.context.get("runAsUser", pod.context.get("runAsUser"))
     has_uid = isinstance(uid, int) and not isinstance(uid, bool)
     where = box.path + ".runAsUser" if "runAsUser" in box.context else "spec.securityContext.runAsUser"
-    return check(pod, box, uid if has_uid else None, where)
+    return check(scc, pod, box, uid if has_uid else None, where)
 
 
-def _user_in_range(pod, _box, uid, where):
-    if uid is None or _in_range(uid, pod.uid_range):
+def _user_in_range(scc, pod, _box, uid, where):
+    """MustRunAsRange: the SCC's own range where it fixes one (restricted-v3), else the namespace's."""
+    fixed = scc.get("runAsUserRange")
+    if uid is None or _in_range(uid, fixed or pod.uid_range):
         return []
+    if fixed:
+        return [(where, "%d is outside the SCC's range %s" % (uid, _fixed_blocks([fixed])))]
     return [(where, "%d is %s" % (uid, _range_text(pod.uid_range)))]
 
 
-def _user_not_root(pod, box, uid, where):
+def _user_not_root(_scc, pod, box, uid, where):
     """MustRunAsNonRoot (user/nonroot.go Validate): runAsNonRoot false is refused whatever the UID,
     then UID 0; with neither set, admission sets runAsNonRoot true (sccmatching/provider.go)."""
     if box.context.get("runAsNonRoot", pod.context.get("runAsNonRoot")) is False:
@@ -370,20 +480,20 @@ def _selinux(scc, context, path):
 
 # The checks in the order their refusals are listed: the first refusal is the field that forced a
 # grant (least_privileged).
-_POD_CHECKS = (_host_namespaces, _volumes, _fs_group, _supplemental_groups, _pod_selinux, _seccomp_profiles,
+_POD_CHECKS = (_host_namespaces, _user_namespace, _volumes, _fs_group, _supplemental_groups, _pod_selinux, _seccomp_profiles,
                _sysctls)
 _CONTAINER_CHECKS = (_privileged, _privilege_escalation, _capabilities, _host_ports, _user, _container_selinux)
 
 
-def refusals(name, spec, uid_range=None, group_range=None, annotations=None):
+def refusals(name, spec, uid_range=None, group_range=None, annotations=None, version=None):
     """Why SCC `name` would not admit a pod with this spec: [(field path, why)]; [] admits it.
 
     `uid_range` and `group_range` ({start, size}) are the namespace's UID and supplemental group
     ranges (OpenShift annotates each namespace with them; the group range is the UID range unless
     set otherwise); `group_range` may also be a list of such blocks. Unknown (None or {}): a fixed value is taken to be outside. `annotations` are
     the pod's, for the seccomp annotations SCC admission reads. `name` may also be the strategies of
-    an SCC object (strategies())."""
-    scc = SCCS[name] if isinstance(name, str) else name
+    an SCC object (strategies()); a name is looked up in the SCCs of OpenShift `version` (model())."""
+    scc = model(version).sccs[name] if isinstance(name, str) else name
     pod = _Pod(spec, uid_range, group_range, annotations)
     found = []
     for check in _POD_CHECKS:
@@ -404,19 +514,26 @@ def _unique(items):
     return out
 
 
-def _refused(name, pods, uid_range, group_range):
+def _refused(name, pods, uid_range, group_range, version=None):
     return [(pod[0], field, why) for pod in pods
-            for field, why in refusals(name, pod[1], uid_range, group_range, pod[2] if len(pod) > 2 else None)]
+            for field, why in refusals(name, pod[1], uid_range, group_range, pod[2] if len(pod) > 2 else None,
+                                       version)]
+
+
+def _by_default(pod, uid_range, group_range, version):
+    """Whether an SCC every authenticated user may use admits the pod."""
+    return any(not _refused(name, [pod], uid_range, group_range, version) for name in model(version).defaults)
 
 
 def _pin(pod):
     return ((pod[2] if len(pod) > 2 else None) or {}).get(REQUIRED_SCC_ANNOTATION) or None
 
 
-def required_scc(pods):
+def required_scc(pods, version=None):
     """The SCC the pods pin with openshift.io/required-scc and the label of the first pod that
     does, or (None, None). Raises ValueError, naming the annotation and the fix, when pods pin
-    different SCCs (one service account gets one SCC here) or one that kfocp does not model."""
+    different SCCs (one service account gets one SCC here) or one that kfocp does not model (for
+    OpenShift `version`)."""
     pins = [(pod[0], _pin(pod)) for pod in pods if _pin(pod)]
     if not pins:
         return None, None
@@ -425,34 +542,40 @@ def required_scc(pods):
     if len(names) > 1:
         raise ValueError("%s: the pods of one service account pin different SCCs (%s). Give each pod that pins "
                          "an SCC a service account of its own" % (where, ", ".join(names)))
-    if names[0] not in SCCS:
-        raise ValueError("%s: %s (on %s) is not one of the SCCs kfocp models (%s). Pin one of those or leave the "
-                         "annotation out" % (where, names[0], pins[0][0], ", ".join(ORDER)))
+    if names[0] not in model(version).sccs:
+        raise ValueError("%s: %s (on %s) is not one of the SCCs kfocp models%s (%s). Pin one of those or leave the "
+                         "annotation out" % (where, names[0], pins[0][0], " for OpenShift %s" % version if version else "",
+                                              ", ".join(model(version).order)))
     return names[0], pins[0][0]
 
 
-def least_privileged(pods, uid_range=None, group_range=None):
-    """The least privileged SCC (in ORDER) that admits every pod, and the refusals of the SCC just
-    before it: (scc, [(pod label, field path, why)]). `pods` is [(label, pod spec)] or
-    [(label, pod spec, pod annotations)].
+def least_privileged(pods, uid_range=None, group_range=None, version=None):
+    """The least privileged SCC (in the order of OpenShift `version`'s model()) that admits every
+    pod, and the refusals of the SCC just before it: (scc, [(pod label, field path, why)]). `pods`
+    is [(label, pod spec)] or [(label, pod spec, pod annotations)]. When each pod is admitted by one
+    of the SCCs every authenticated user may use (on 4.20 restricted-v2 or restricted-v3), it is
+    the first of those, restricted-v2: no grant.
 
     When pods pin an SCC (required_scc) it is that SCC, with the pin as the reason: admission
-    validates a pinned pod against it alone, and the account's other pods against restricted-v2
+    validates a pinned pod against it alone, and the account's other pods against the defaults
     and it. A pod that would then be refused raises ValueError naming the field."""
-    pinned, label = required_scc(pods)
+    pinned, label = required_scc(pods, version)
     if pinned:
         refused = []
         for pod in pods:
-            if _pin(pod) or _refused(DEFAULT, [pod], uid_range, group_range):
-                refused += _refused(pinned, [pod], uid_range, group_range)
+            if _pin(pod) or not _by_default(pod, uid_range, group_range, version):
+                refused += _refused(pinned, [pod], uid_range, group_range, version)
         if refused:
             raise ValueError("%s: %s, the SCC %s pins with %s, refuses it: %s %s. Change the pod or the pin" % (
                 refused[0][1], pinned, label, REQUIRED_SCC_ANNOTATION, refused[0][0], refused[0][2]))
         return pinned, [(label, "metadata.annotations[%s]" % REQUIRED_SCC_ANNOTATION, "pins %s" % pinned)]
+    order = model(version).order
+    if all(_by_default(pod, uid_range, group_range, version) for pod in pods):
+        return order[0], []
     previous = []
-    for name in ORDER:
-        refused = _refused(name, pods, uid_range, group_range)
+    for name in order:
+        refused = _refused(name, pods, uid_range, group_range, version)
         if not refused:
             return name, previous
         previous = refused
-    return ORDER[-1], previous
+    return order[-1], previous
