@@ -31,12 +31,32 @@ def render(client, check_mode=False, **params):
     counts = dict((name, len(objs)) for name, objs in rendered.items())
     built = time.monotonic()
     assembled = manifests.assemble(rendered, params.get("adapt") or {})
-    objects = assembled.pop("objects")
+    objects = injected_ca_bundles(assembled.pop("objects"))
     if params.get("release"):
         objects.append(releases.record(params["release"], (params.get("adapt") or {}).get("namespace") or "kubeflow",
                                        releases.RELEASES[params["release"]]["commit"]))
     timing = {"render": round(built - started, 3), "adapt": round(time.monotonic() - built, 3)}
     return objects, {"assembled": assembled, "source": info, "counts": counts, "timing": timing}
+
+
+INJECT_CA_FROM = "cert-manager.io/inject-ca-from"
+
+
+def injected_ca_bundles(objs):
+    """The objects without the empty `clientConfig.caBundle` that upstream writes in webhooks whose
+    configuration asks cert-manager's CA injector for it (annotation cert-manager.io/inject-ca-from):
+    the injector writes that field, and kfocp applying "" would own it, so that its next apply after
+    the injection stops on a field another manager owns (or, forced, removes the CA)."""
+    out = []
+    for obj in objs:
+        if obj.get("kind") in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration") and \
+                ((obj.get("metadata") or {}).get("annotations") or {}).get(INJECT_CA_FROM) and \
+                any((hook.get("clientConfig") or {}).get("caBundle") == "" for hook in obj.get("webhooks") or []):
+            obj = dict(obj, webhooks=[dict(hook, clientConfig=dict((k, v) for k, v in hook["clientConfig"].items()
+                                                                     if not (k == "caBundle" and v == "")))
+                                      if "clientConfig" in hook else hook for hook in obj["webhooks"]])
+        out.append(obj)
+    return out
 
 
 class Render:
