@@ -54,7 +54,8 @@ build: venv
 build-plane: venv
 	$(BIN)/python hack/cluster.py build --workloads
 
-# istioctl, for the tests that run its analyzers (a long build the first time; cached)
+# istioctl, for the tests that run its analyzers, and the istio-authz judge from the same module
+# (hack/istio), for the tests that hold authz.py to Istio's translation (long builds the first time; cached)
 istioctl: venv
 	$(BIN)/python hack/cluster.py build --istioctl
 
