@@ -52,11 +52,15 @@ def injected_ca_bundles(objs):
         if obj.get("kind") in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration") and \
                 ((obj.get("metadata") or {}).get("annotations") or {}).get(INJECT_CA_FROM) and \
                 any((hook.get("clientConfig") or {}).get("caBundle") == "" for hook in obj.get("webhooks") or []):
-            obj = dict(obj, webhooks=[dict(hook, clientConfig=dict((k, v) for k, v in hook["clientConfig"].items()
-                                                                     if not (k == "caBundle" and v == "")))
-                                      if "clientConfig" in hook else hook for hook in obj["webhooks"]])
+            obj = dict(obj, webhooks=[_without_empty_ca(hook) for hook in obj["webhooks"]])
         out.append(obj)
     return out
+
+
+def _without_empty_ca(hook):
+    if (hook.get("clientConfig") or {}).get("caBundle") != "":
+        return hook
+    return dict(hook, clientConfig=dict((k, v) for k, v in hook["clientConfig"].items() if k != "caBundle"))
 
 
 class Render:
