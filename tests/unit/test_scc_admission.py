@@ -119,3 +119,62 @@ def test_supplemental_groups_may_be_in_any_block_and_fs_group_only_the_first_blo
     with pytest.raises(AssertionError, match="fsGroup 7000 is not 5000"):
         standins.scc_admit(shipped(), pod(pod_ctx={"fsGroup": 7000}, hostNetwork=True), lambda n: n in hostnet,
                            namespace)
+
+
+# Each version's own default SCCs (hack/seed/sccs-<version>.yaml, upstream's files verbatim; see
+# tests/unit/test_scc_versions.py and docs/readings/scc-defaults-by-version.md). From release-4.20
+# (apiserver-library-go f0d44ef6, sccmatching/provider.go ValidatePodSecurityContext) an SCC with
+# userNamespaceLevel RequirePodLevel refuses a pod unless spec.hostUsers is false, and the ranges an
+# SCC fixes are used in place of the namespace's (sccmatching/matcher.go requiresPreAllocated*).
+def shipped_by(version):
+    return [d for d in yaml.safe_load_all((ROOT / "hack" / "seed" / ("sccs-%s.yaml" % version)).read_text())
+            if d and d["kind"] == "SecurityContextConstraints"]
+
+
+def admit_on(version, obj, usable):
+    return standins.scc_admit(shipped_by(version), obj, lambda name: name in usable, NAMESPACE)
+
+
+IMAGE = [{"name": "model", "image": {"reference": "quay.io/x/model:1", "pullPolicy": "IfNotPresent"}}]
+HOST = [{"name": "h", "hostPath": {"path": "/var/data"}}]
+SELINUX = {"seLinuxOptions": {"type": "spc_t"}}
+AUTHENTICATED = {"4.14": ("restricted-v2",), "4.17": ("restricted-v2",), "4.19": ("restricted-v2",),
+                 "4.20": ("restricted-v2", "restricted-v3")}
+
+
+@pytest.mark.parametrize("version, obj, usable, chosen", [
+    # 4.20: restricted-v3, every authenticated user's, admits a pod in a user namespace with a UID in
+    # its own range 1000-65534, which is outside the namespace's
+    ("4.20", pod(ctx={"runAsUser": 1000}, hostUsers=False), AUTHENTICATED["4.20"], "restricted-v3"),
+    # the same pod in the namespace's range: restricted-v2 first (equal points, by name)
+    ("4.20", pod(ctx={"runAsUser": 1000660001}, hostUsers=False), AUTHENTICATED["4.20"], "restricted-v2"),
+    # 4.20: an image volume is allowed by every SCC
+    ("4.20", pod(volumes=IMAGE), AUTHENTICATED["4.20"], "restricted-v2"),
+    ("4.19", pod(volumes=IMAGE), AUTHENTICATED["4.19"] + ("anyuid", "hostmount-anyuid-v2", "privileged"), "privileged"),
+    # 4.20: nested-container admits root in a user namespace with SETUID
+    ("4.20", pod(ctx={"runAsUser": 0, "capabilities": {"add": ["SETUID"]}}, hostUsers=False),
+     AUTHENTICATED["4.20"] + ("nested-container", "privileged"), "nested-container"),
+    # 4.17 on: hostmount-anyuid-v2 admits a host path with SELinux options (hostmount-anyuid does not)
+    ("4.17", pod(ctx=SELINUX, volumes=HOST), ("restricted-v2", "hostmount-anyuid", "hostmount-anyuid-v2", "privileged"),
+     "hostmount-anyuid-v2"),
+    ("4.14", pod(ctx=SELINUX, volumes=HOST), ("restricted-v2", "hostmount-anyuid", "privileged"), "privileged"),
+])
+def test_each_version_admits_under_its_own_default_sccs(version, obj, usable, chosen):
+    assert admit_on(version, obj, usable) == chosen
+
+
+@pytest.mark.parametrize("version, obj, usable, message", [
+    # before 4.20 nothing but restricted-v2 is everyone's, and it refuses the UID
+    ("4.19", pod(ctx={"runAsUser": 1000}, hostUsers=False), AUTHENTICATED["4.19"],
+     "restricted-v2: spec.containers[0].securityContext.runAsUser 1000 is outside the namespace's range"),
+    # restricted-v3 refuses a pod without a user namespace, and a UID outside its own range
+    ("4.20", pod(ctx={"runAsUser": 1000}), ("restricted-v3",), "restricted-v3: spec.hostUsers must be false"),
+    ("4.20", pod(ctx={"runAsUser": 999}, hostUsers=False), ("restricted-v3",),
+     "runAsUser 999 is outside the SCC's range 1000-65534"),
+    ("4.20", pod(pod_ctx={"fsGroup": 100}, hostUsers=False), ("restricted-v3",),
+     "fsGroup 100 is outside the SCC's ranges 1000-65534"),
+    ("4.19", pod(volumes=IMAGE), AUTHENTICATED["4.19"], "restricted-v2: spec.volumes[0].image image volumes are not allowed"),
+])
+def test_each_version_refuses_with_its_own_default_sccs(version, obj, usable, message):
+    with pytest.raises(AssertionError, match="SCC admission refuses kubeflow/p: .*" + re.escape(message)):
+        admit_on(version, obj, usable)

@@ -883,7 +883,7 @@ def derive_scc(objs, uid_range=None, openshift=None):
             raise DefinitionError("service account %s/%s: %s" % (namespace, account, error))
         if scc in model.defaults:
             continue
-        before = model.order[model.order.index(scc) - 1]
+        before = scc_policies.before(scc, specs, openshift or None)
         reasons = []
         for label, field, why in refused:
             text = "%s: %s %s" % (label, field, why)

@@ -569,7 +569,7 @@ def least_privileged(pods, uid_range=None, group_range=None, version=None):
             raise ValueError("%s: %s, the SCC %s pins with %s, refuses it: %s %s. Change the pod or the pin" % (
                 refused[0][1], pinned, label, REQUIRED_SCC_ANNOTATION, refused[0][0], refused[0][2]))
         return pinned, [(label, "metadata.annotations[%s]" % REQUIRED_SCC_ANNOTATION, "pins %s" % pinned)]
-    order = model(version).order
+    order = _candidates(pods, version)
     if all(_by_default(pod, uid_range, group_range, version) for pod in pods):
         return order[0], []
     previous = []
@@ -579,3 +579,20 @@ def least_privileged(pods, uid_range=None, group_range=None, version=None):
             return name, previous
         previous = refused
     return order[-1], previous
+
+
+def _candidates(pods, version):
+    """The order, without the SCCs for pods in a user namespace (userNamespaceLevel RequirePodLevel)
+    when a pod has none (spec.hostUsers not false): those refuse it anyway, and the fields that force
+    a grant are then the ones the SCC before them refuses."""
+    found = model(version)
+    if all(pod[1].get("hostUsers") is False for pod in pods):
+        return found.order
+    return tuple(name for name in found.order if found.sccs[name]["userNamespaceLevel"] != "RequirePodLevel")
+
+
+def before(scc, pods, version=None):
+    """The SCC least_privileged() tried just before `scc` for these pods, whose refusals it gives."""
+    order = _candidates(pods, version)
+    order = order if scc in order else model(version).order  # a pinned SCC
+    return order[order.index(scc) - 1]
