@@ -219,19 +219,6 @@ def hosts_in(text, namespaces):
             yield name, namespace, found.group(0)
 
 
-def _strings(value, path):
-    if isinstance(value, dict):
-        for key, item in value.items():
-            for out in _strings(item, "%s.%s" % (path, key) if path else str(key)):
-                yield out
-    elif isinstance(value, list):
-        for i, item in enumerate(value):
-            for out in _strings(item, "%s[%d]" % (path, i)):
-                yield out
-    elif isinstance(value, str):
-        yield path, value
-
-
 def destinations(vs):
     """(field, host) of every destination of a VirtualService (http, tcp, tls routes and mirrors)."""
     spec = vs.get("spec") or {}
@@ -374,13 +361,19 @@ def gateway_routes(index, gateway):
                 yield vs, "spec.http[%d].match[%d].uri" % (r, m), path, target
 
 
+def _said(workload):
+    """What the workload's pod template says of injection: the values of its sidecar.istio.io/inject
+    label and annotation, lower-cased."""
+    meta = pod_template(workload).get("metadata") or {}
+    values = ((meta.get("labels") or {}).get(INJECT), (meta.get("annotations") or {}).get(INJECT))
+    return [str(v).lower() for v in values if v is not None]
+
+
 def has_proxy(index, workload):
     """Whether the workload's pods get Istio's proxy: their `sidecar.istio.io/inject` label or
     annotation says so ("true"/"false"), else their namespace is labelled for injection
     (`istio-injection: enabled`, or `istio.io/rev` without `istio-injection: disabled`)."""
-    meta = pod_template(workload).get("metadata") or {}
-    said = [str(v).lower() for v in ((meta.get("labels") or {}).get(INJECT), (meta.get("annotations") or {}).get(INJECT))
-            if v is not None]
+    said = _said(workload)
     if "false" in said:
         return False
     if "true" in said:
@@ -392,9 +385,7 @@ def has_proxy(index, workload):
 
 def opted_out(workload):
     """Whether the workload itself says its pods get no proxy (sidecar.istio.io/inject: "false")."""
-    meta = pod_template(workload).get("metadata") or {}
-    return "false" in [str(v).lower() for v in ((meta.get("labels") or {}).get(INJECT),
-                                                 (meta.get("annotations") or {}).get(INJECT)) if v is not None]
+    return "false" in _said(workload)
 
 
 def internal(policies, namespace, labels, root_namespace):
