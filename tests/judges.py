@@ -63,7 +63,8 @@ def istio_authz(policies, namespace, labels=None, root_namespace="istio-system",
 
 def istio_authz_workloads(policies, workloads, root_namespace="istio-system", trust_domain="cluster.local"):
     """istio_authz for each (namespace, labels) of `workloads`, in one run: ([{filters, custom}], invalid)."""
-    out = _run("istio-authz", {"workloads": [{"namespace": ns, "labels": dict(labels or {})} for ns, labels in workloads],
+    out = _run("istio-authz", {"workloads": [{"namespace": ns, "labels": dict(labels or {})}
+                                             for ns, labels in workloads],
                                "rootNamespace": root_namespace, "trustDomain": trust_domain,
                                "policies": list(policies)})
     return out["workloads"], out["invalid"]

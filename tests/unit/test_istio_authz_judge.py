@@ -30,8 +30,9 @@ NOTEBOOK_CONTROLLER = standins.DEFAULT_ENV["NOTEBOOK_CONTROLLER_PRINCIPAL"]
 KFOCP_ENV = {"ISTIO_INGRESS_GATEWAY_PRINCIPAL": GATEWAYS[0], "KFP_UI_PRINCIPAL": KFP_UI}
 
 # who sends the request (its mTLS principal, '' without mTLS), with which user header, to which path
-PRINCIPALS = GATEWAYS + [UPSTREAM_PRINCIPAL, KFP_UI, NOTEBOOK_CONTROLLER, "cluster.local/ns/%s/sa/default-editor" % PROFILE,
-                         "cluster.local/ns/team-b/sa/default-editor", "cluster.local/ns/team-b/sa/runner", ""]
+PRINCIPALS = GATEWAYS + [UPSTREAM_PRINCIPAL, KFP_UI, NOTEBOOK_CONTROLLER,
+                         "cluster.local/ns/%s/sa/default-editor" % PROFILE, "cluster.local/ns/team-b/sa/default-editor",
+                         "cluster.local/ns/team-b/sa/runner", ""]
 HEADERS = [{}, {"kubeflow-userid": OWNER}, {"Kubeflow-Userid": CONTRIBUTOR}, {"kubeflow-userid": "bob"},
            {"kubeflow-userid": STRANGER}, {"kubeflow-userid": ""}]
 PATHS = ["/", "/notebook/%s/nb/lab" % PROFILE, "/notebook/%s/nb/api/kernels" % PROFILE, "/healthz", "/metrics?x=1",
