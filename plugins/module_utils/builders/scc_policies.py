@@ -151,6 +151,7 @@ def model(version=None):
 def _minor(version):
     return tuple(int(part) for part in version.split("."))
 
+
 # The pod annotation that pins a pod to one SCC (openshift/api security/v1 RequiredSCCAnnotation): SCC
 # admission then lists that SCC alone (sccadmission/admission.go listSortedSCCs, release-4.14 on).
 REQUIRED_SCC_ANNOTATION = "openshift.io/required-scc"
@@ -353,11 +354,11 @@ def _supplemental_groups(scc, pod):
     (sccmatching/matcher.go getPreallocatedSupplementalGroups, group/mustrunas.go isGroupValid)."""
     if scc["supplementalGroups"] != "MustRunAs":
         return []
-    if scc.get("supplementalGroupsRanges"):
+    fixed = scc.get("supplementalGroupsRanges")
+    if fixed:
         return [("spec.securityContext.supplementalGroups", "%d is outside the SCC's ranges %s" % (
-            group, _fixed_blocks(scc["supplementalGroupsRanges"])))
-                for group in pod.context.get("supplementalGroups") or []
-                if not any(_in_range(group, block) for block in scc["supplementalGroupsRanges"])]
+            group, _fixed_blocks(fixed))) for group in pod.context.get("supplementalGroups") or []
+            if not any(_in_range(group, block) for block in fixed)]
     where = (_range_text(pod.group_range) if len(pod.group_blocks) < 2 else
              "outside the namespace's group blocks %s" % ", ".join(
                  "%d-%d" % (int(b["start"]), int(b["start"]) + int(b["size"]) - 1) for b in pod.group_blocks))
@@ -543,9 +544,9 @@ def required_scc(pods, version=None):
         raise ValueError("%s: the pods of one service account pin different SCCs (%s). Give each pod that pins "
                          "an SCC a service account of its own" % (where, ", ".join(names)))
     if names[0] not in model(version).sccs:
+        on = " for OpenShift %s" % version if version else ""
         raise ValueError("%s: %s (on %s) is not one of the SCCs kfocp models%s (%s). Pin one of those or leave the "
-                         "annotation out" % (where, names[0], pins[0][0], " for OpenShift %s" % version if version else "",
-                                              ", ".join(model(version).order)))
+                         "annotation out" % (where, names[0], pins[0][0], on, ", ".join(model(version).order)))
     return names[0], pins[0][0]
 
 
