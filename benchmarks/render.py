@@ -24,12 +24,31 @@ The CRDs' schemas are nested properties with descriptions, as upstream CRDs are,
 CRD's size. The webhooks block nothing: their failurePolicy is Ignore and their namespace and
 object selectors match a label no object has.
 
-    python benchmarks/render.py --methods kubectl,limit-go,role [--weights real,light] [--component render-bench]
+Beside them, upstream's own tree (UPSTREAM_TREES): kubeflow/manifests 26.03 as tagged
+(../shared/upstream/kubeflow-manifests-26.03.tar.gz), its remote bases from their local copies
+the air-gapped way (components_remote_bases), the components of the release's catalog
+(plugins/module_utils/releases.py, where the role takes it):
+
+- upstream-26.03: every component of the catalog, as the role installs the release by default;
+- upstream-26.03-quick: a few of them (make bench QUICK=1).
+
+The tree is unpacked before anything is timed. The role is given it as a local directory with the
+release and the remote bases' copies (it copies the tree to point the remote bases at them, inside
+its time); kubectl renders each of the components' paths of a copy whose remote bases point at the
+copies already, and the Namespace its objects go in (upstream's common/kubeflow-namespace, which
+the role makes itself), then applies them phase by phase with --force-conflicts, as upstream's
+README does; the Go limit applies the same objects. What the cluster provides beside Kubeflow
+(cert-manager's CRDs and the mesh's, from the release's own render) is installed on each control
+plane first, not timed. Where ../shared/upstream is absent the upstream trees are skipped, saying so.
+
+    python benchmarks/render.py --methods kubectl,limit-go,role [--weights upstream-26.03,real,light] [--component render-bench]
 """
 import argparse
+import gzip
 import json
 import os
 import subprocess
+import tarfile
 import sys
 import tempfile
 import time
@@ -42,6 +61,7 @@ for _path in (ROOT / "benchmarks", ROOT / "hack", ROOT / "tests", ROOT / ".cache
     if str(_path) not in sys.path:
         sys.path.append(str(_path))
 
+import cluster  # noqa: E402
 from cluster import ControlPlane  # noqa: E402
 import limit  # noqa: E402
 import timing  # noqa: E402
@@ -65,6 +85,22 @@ WEIGHTS = {
     "light": {"crds": 70, "crd_kb": None, "two_versions": 3, "namespaces": 8, "custom": 140, "validating": 10,
               "mutating": 10, "config_kb": 0, "kinds": dict.fromkeys(KINDS, 40)},
 }
+# upstream's trees, as their projects publish them (../shared/upstream/README.md)
+UPSTREAM = ROOT.parent / "shared" / "upstream"
+# the remote bases the trees name: {URL prefix: the local copy's archive in UPSTREAM}
+LOCAL_BASES = {"https://github.com/argoproj/argo-workflows": "argo-workflows-v3.7.3-manifests.tar.gz"}
+# Each upstream tree: the release (its tarball and its catalog), and the components of the
+# catalog to install (None: every one, as the role does by default).
+UPSTREAM_TREES = {
+    "upstream-26.03": {"release": "26.03", "components": None},
+    "upstream-26.03-quick": {"release": "26.03",
+                             "components": ("kubeflow-roles", "profiles", "central-dashboard", "notebooks",
+                                            "admission-webhook")},
+}
+# the weights run by default (make bench) and in make bench QUICK=1, in order
+DEFAULT_WEIGHTS = ("upstream-26.03", "real", "light")
+QUICK_WEIGHTS = ("upstream-26.03-quick", "real", "light")
+KNOWN = tuple(UPSTREAM_TREES) + tuple(WEIGHTS)
 NEVER = {"bench.kfocp.io/never-matches": "true"}
 METHODS = ("kubectl", "limit-go", "role")
 LABELS = {"kubectl": "kubectl kustomize, then apply --server-side, phase by phase",
@@ -292,6 +328,96 @@ def generate(directory, weight="real"):
     return objs
 
 
+def _kustomize(kubectl, path):
+    out = subprocess.run([kubectl, "kustomize", str(path)], capture_output=True, text=True, check=False)
+    if out.returncode:
+        raise RuntimeError("kubectl kustomize %s failed: %s" % (path, out.stderr[-2000:]))
+    return [o for o in yaml.load_all(out.stdout, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) if o]
+
+
+def upstream_absent():
+    """Why the upstream trees cannot run here, or None."""
+    if not UPSTREAM.is_dir():
+        return "../shared/upstream (upstream's trees, %s) is absent" % UPSTREAM
+    return None
+
+
+def prepare_upstream(directory, name):
+    """Unpack upstream's tree `name` (of UPSTREAM_TREES) and its remote bases' copies into
+    `directory`, and render what each applier is given: {root, release, components, mirrors,
+    paths (kubectl's, in the tree copy whose remote bases point at the copies), objs (theirs,
+    each once), expected (the catalog's objects, which every applier must leave in the cluster)}."""
+    from ansible_collections.kfocp.kubeflow.plugins.module_utils import kustomize, releases  # noqa: E501 pylint: disable=import-outside-toplevel
+    spec = UPSTREAM_TREES[name]
+    directory = Path(directory)
+    root = directory / "tree"
+    root.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(str(UPSTREAM / ("kubeflow-manifests-%s.tar.gz" % spec["release"]))) as archive:
+        archive.extractall(str(root))
+    mirrors = {}
+    for url in releases.RELEASES[spec["release"]]["remote_bases"]:
+        copy = directory / ("base-%d" % len(mirrors))
+        copy.mkdir()
+        with tarfile.open(str(UPSTREAM / LOCAL_BASES[url])) as archive:
+            archive.extractall(str(copy))
+        mirrors[url] = str(copy)
+    catalog = releases.catalog(spec["release"])
+    components = dict((c, catalog[c]) for c in (spec["components"] or sorted(catalog)))
+    localised = kustomize.localise(str(root), components, mirrors, str(directory))
+    paths = []
+    for component in sorted(components):
+        paths += [p for p in components[component] if p not in paths]
+    kubectl = cluster.build()["kubectl"]
+    objs, seen = [], set()
+    for path in paths:
+        for obj in _kustomize(kubectl, Path(localised) / path):
+            key = (obj["apiVersion"].rpartition("/")[0], obj["kind"], obj["metadata"].get("namespace"),
+                   obj["metadata"]["name"])
+            if key not in seen:
+                seen.add(key)
+                objs.append(obj)
+    expected = list(objs)
+    # the namespaces the objects go in, as upstream's example makes them (the role makes its own)
+    used = set(o["metadata"].get("namespace") for o in objs) - {None}
+    namespaces = "common/kubeflow-namespace/base"
+    made = [o for o in _kustomize(kubectl, Path(localised) / namespaces) if o["metadata"]["name"] in used]
+    missing = used - set(o["metadata"]["name"] for o in made)
+    if missing:
+        raise RuntimeError("%s: objects in namespaces that no rendered Namespace makes: %s" % (name, sorted(missing)))
+    return {"root": str(root), "release": spec["release"], "components": sorted(components), "mirrors": mirrors,
+            "paths": [str(Path(localised) / p) for p in [namespaces] + paths], "objs": made + objs,
+            "expected": expected}
+
+
+def prerequisites(plane, release):
+    """What the cluster provides beside Kubeflow, installed untimed before an upstream tree: the
+    CRDs of cert-manager (OpenShift's cert-manager operator) and of the mesh that the control plane
+    does not serve yet, from the release's own render, as tests/integration/test_components_releases.py
+    installs them."""
+    kubectl = [plane.state()["bins"]["kubectl"], "--kubeconfig=%s" % plane.kubeconfig]
+    served = set(subprocess.run(kubectl + ["get", "crd", "-o", "name"], capture_output=True, text=True,
+                                check=True).stdout.split())
+    with gzip.open(str(UPSTREAM / ("example-render-%s.yaml.gz" % release)), "rt") as stream:
+        render = [o for o in yaml.load_all(stream, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) if o]
+    crds = []
+    for crd in render:
+        if crd["kind"] != "CustomResourceDefinition":
+            continue
+        group = crd["spec"]["group"]
+        if group.endswith("cert-manager.io") or (group.endswith("istio.io") and
+                                                 "customresourcedefinition.apiextensions.k8s.io/%s"
+                                                 % crd["metadata"]["name"] not in served):
+            crd["metadata"].pop("labels", None)
+            crds.append(crd)
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml") as handle:
+        handle.write(_dump(crds))
+        handle.flush()
+        subprocess.run(kubectl + ["apply", "--server-side", "--field-manager=cluster-bootstrap", "--force-conflicts",
+                                  "-f", handle.name], capture_output=True, text=True, check=True)
+    subprocess.run(kubectl + ["wait", "--for=condition=Established", "--timeout=300s"] +
+                   ["crd/%s" % c["metadata"]["name"] for c in crds], capture_output=True, text=True, check=True)
+
+
 def phases(objs):
     """kubectl's phases: CRDs, namespaces, the rest, webhook configurations."""
     hooks = ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
@@ -301,9 +427,10 @@ def phases(objs):
             ("webhooks", [o for o in objs if o["kind"] in hooks])]
 
 
-def by_kubectl(plane, objs, tree, workdir):
-    """`kubectl kustomize` on the tree, then kubectl apply --server-side phase by phase, with a fresh
-    discovery cache: {phase: seconds}, the total from the render on."""
+def by_kubectl(plane, objs, trees, workdir, force=False):
+    """`kubectl kustomize` on each of `trees`, then kubectl apply --server-side (`force`: with
+    --force-conflicts) phase by phase, with a fresh discovery cache: {phase: seconds}, the total
+    from the render on."""
     env = dict(os.environ, KUBECACHEDIR=str(Path(workdir) / "kubectl-cache"))
     kubectl = plane.state()["bins"]["kubectl"]
     files = []
@@ -313,17 +440,26 @@ def by_kubectl(plane, objs, tree, workdir):
         files.append((name, items, path))
 
     def run(*args):
-        proc = subprocess.run([kubectl, "--kubeconfig=%s" % plane.kubeconfig, *args], env=env,
-                              capture_output=True, text=True, check=False)
+        while True:
+            proc = subprocess.run([kubectl, "--kubeconfig=%s" % plane.kubeconfig, *args], env=env,
+                                  capture_output=True, text=True, check=False)
+            # kubectl wait stops on a CRD read before the API server gave it any condition: wait again
+            if not (proc.returncode and args[0] == "wait" and "conditions accessor error" in proc.stderr
+                    and time.monotonic() - started < 300):
+                break
         if proc.returncode:
             raise RuntimeError("kubectl %s failed: %s" % (" ".join(args[:3]), proc.stderr[-2000:]))
     out, started = {}, time.monotonic()
     # kustomize's render, as `kustomize build | kubectl apply` starts; the phases' files hold its objects
-    run("kustomize", str(tree))
+    for tree in trees:
+        run("kustomize", str(tree))
     out["kustomize_s"] = round(time.monotonic() - started, 2)
     for name, items, path in files:
+        if not items:
+            continue
         mark = time.monotonic()
-        run("apply", "--server-side", "--field-manager=kubectl-bench", "-f", str(path))
+        run("apply", "--server-side", "--field-manager=kubectl-bench", *(["--force-conflicts"] if force else []),
+            "-f", str(path))
         out[name + "_s"] = round(time.monotonic() - mark, 2)
         if name == "crds":
             mark = time.monotonic()
@@ -334,9 +470,11 @@ def by_kubectl(plane, objs, tree, workdir):
     return out
 
 
-def by_role(plane, tree_root, component, workdir):
-    """playbooks/components.yml over the tree as one local-directory component; the SCC, sidecar and
-    metadata-envoy transforms off, so that it writes the same objects as the others."""
+def by_role(plane, tree_root, component, workdir, upstream=None):
+    """playbooks/components.yml over the tree as one local-directory component, or over upstream's
+    tree (`upstream`, from prepare_upstream) as a local directory of its release, its catalog's
+    components (all, or those the tree names) and its remote bases from their copies; the SCC,
+    sidecar and metadata-envoy transforms off, so that it writes the same objects as the others."""
     extra = {"kfocp_instance": "bench", "kfocp_kubeconfig": str(plane.kubeconfig),
              "components_source": "dir", "components_dir": str(tree_root),
              "components_catalog": {component: ["bench"]}, "components_components": {component: "managed"},
@@ -345,6 +483,12 @@ def by_role(plane, tree_root, component, workdir):
              "components_metadata_envoy_enabled": False,
              # the module's result then reaches the timing callback: where its own seconds went
              "components_no_log": False}
+    renders = [Path(tree_root) / "bench"]
+    if upstream:
+        extra.update(components_dir=upstream["root"], components_release=upstream["release"], components_catalog={},
+                     components_components=dict.fromkeys(upstream["components"], "managed"),
+                     components_remote_bases=upstream["mirrors"])
+        renders = upstream["paths"][1:]  # the catalog's paths (the first is kubectl's namespace)
     extra_file = Path(workdir) / "render-extra.json"
     extra_file.write_text(json.dumps(extra))
     cmd = [str(Path(sys.executable).parent / "ansible-playbook"), "-i", "localhost,", "-c", "local",
@@ -353,13 +497,15 @@ def by_role(plane, tree_root, component, workdir):
     timing_file = Path(workdir) / "render-timing.json"
     # kustomize's own render of the tree, and the parsing of its output, each alone: the parts of
     # the module's render stage that no API server bounds
-    mark = time.monotonic()
-    rendered = subprocess.run([plane.state()["bins"]["kubectl"], "kustomize", str(Path(tree_root) / "bench")],
-                              capture_output=True, text=True, check=True).stdout
-    kustomize_s = time.monotonic() - mark
-    mark = time.monotonic()
-    list(yaml.load_all(rendered, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
-    parse_s = time.monotonic() - mark
+    kustomize_s = parse_s = 0.0
+    for path in renders:
+        mark = time.monotonic()
+        rendered = subprocess.run([plane.state()["bins"]["kubectl"], "kustomize", str(path)],
+                                  capture_output=True, text=True, check=True).stdout
+        kustomize_s += time.monotonic() - mark
+        mark = time.monotonic()
+        list(yaml.load_all(rendered, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
+        parse_s += time.monotonic() - mark
     env = ansible_env(None, timing.env(timing_file))
     started = time.monotonic()
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False, cwd=ROOT)
@@ -387,25 +533,31 @@ def count_present(plane, objs):
     return workload.count_present(plane, objs)
 
 
-def measure(method, workdir, weight, objs, tree_root, component=COMPONENT):
-    """One method over the tree of `weight` (its objects `objs`, written in `tree_root`) on a fresh
-    control plane; its row, or the reason it could not run."""
+def measure(method, workdir, weight, objs, tree_root, component=COMPONENT, upstream=None):
+    """One method over the tree of `weight` (its objects `objs`, written in `tree_root`; or
+    upstream's tree, `upstream` from prepare_upstream) on a fresh control plane; its row, or the
+    reason it could not run."""
     workdir = Path(workdir)
     plane = ControlPlane(workdir / ("render-%s-%s" % (weight, method)))
-    row = {"method": method, "weight": weight, "objects": len(objs), "crds": WEIGHTS[weight]["crds"],
+    expected = upstream["expected"] if upstream else objs
+    row = {"method": method, "weight": weight, "objects": len(objs),
+           "crds": sum(1 for o in objs if o["kind"] == "CustomResourceDefinition"),
            "mb": round(sum(len(json.dumps(o)) for o in objs) / KB / KB, 2)}
     try:
         plane.up()
+        if upstream:
+            prerequisites(plane, upstream["release"])
         if method == "kubectl":
-            row.update(by_kubectl(plane, objs, Path(tree_root) / "bench", workdir))
+            trees = upstream["paths"] if upstream else [Path(tree_root) / "bench"]
+            row.update(by_kubectl(plane, objs, trees, workdir, force=bool(upstream)))
         elif method == "limit-go":
             figures = limit.go_apply_all(plane.kubeconfig, objs)
             row.update((k, round(v, 2)) for k, v in figures.items() if k != "objects")
         else:
-            row.update(by_role(plane, tree_root, component, workdir))
-        present = count_present(plane, objs)
-        if present != len(objs):
-            raise RuntimeError("%d of %d objects present after %s" % (present, len(objs), method))
+            row.update(by_role(plane, tree_root, component, workdir, upstream))
+        present = count_present(plane, expected)
+        if present != len(expected):
+            raise RuntimeError("%d of %d objects present after %s" % (present, len(expected), method))
         row["load1"] = round(os.getloadavg()[0], 2)
     except (RuntimeError, subprocess.CalledProcessError) as err:
         row["error"] = str(err)[-1500:]
@@ -414,14 +566,26 @@ def measure(method, workdir, weight, objs, tree_root, component=COMPONENT):
     return row
 
 
-def run(workdir, methods=METHODS, component=COMPONENT, weights=tuple(WEIGHTS)):
-    """Each method over the tree of each weight, in that order, each on a fresh control plane."""
+def run(workdir, methods=METHODS, component=COMPONENT, weights=DEFAULT_WEIGHTS):
+    """Each method over the tree of each weight (a generated tree of WEIGHTS, or upstream's of
+    UPSTREAM_TREES), in that order, each on a fresh control plane. An upstream tree where
+    ../shared/upstream is absent gives each method a row that says so (`skipped`)."""
     rows = []
     for weight in weights:
         tree_root = Path(workdir) / ("render-tree-%s" % weight)
-        objs = generate(tree_root, weight)
+        upstream = None
+        if weight in UPSTREAM_TREES:
+            why = upstream_absent()
+            if why:
+                print("render case (%s) skipped: %s" % (weight, why), flush=True)
+                rows += [{"method": m, "weight": weight, "skipped": why} for m in methods]
+                continue
+            upstream = prepare_upstream(tree_root, weight)
+            objs = upstream["objs"]
+        else:
+            objs = generate(tree_root, weight)
         for method in methods:
-            row = measure(method, workdir, weight, objs, tree_root, component)
+            row = measure(method, workdir, weight, objs, tree_root, component, upstream)
             print(json.dumps(dict(("render_" + k if k == "method" else k, v) for k, v in row.items())), flush=True)
             rows.append(row)
     return rows
@@ -487,6 +651,9 @@ def _by_stage(role, reference, name):
 
 def _missing(by, methods):
     """Why a target over `methods` could not be judged, or None."""
+    skipped = [by[m]["skipped"] for m in methods if m in by and "skipped" in by[m]]
+    if skipped:
+        return "skipped: %s" % skipped[0]
     why = ["%s failed: %s" % (m, by[m]["error"].splitlines()[0][:160]) for m in methods if m in by and "error" in by[m]]
     why += ["%s not measured" % m for m in methods if m not in by]
     return "; ".join(why) or None
@@ -534,7 +701,7 @@ def go_target(by):
 def targets(rows, weights=None):
     """Both targets for each weight, from the same run's rows: [(target, measured, met)], met None
     when not measured. `weights`: those to judge (default: the rows', or every weight)."""
-    weights = weights or list(dict.fromkeys(r["weight"] for r in rows)) or list(WEIGHTS)
+    weights = weights or list(dict.fromkeys(r["weight"] for r in rows)) or list(DEFAULT_WEIGHTS)
     out = []
     for weight in weights:
         by = dict((r["method"], r) for r in rows if r.get("weight") == weight)
@@ -556,8 +723,11 @@ def table(rows):
     out = []
     for weight in dict.fromkeys(r["weight"] for r in rows):
         some = [r for r in rows if r["weight"] == weight]
-        head = "| render case, %s weight (%d objects, %d CRDs, %.1f MB) | total (s) | %s | load |" % (
-            weight, some[0]["objects"], some[0]["crds"], some[0].get("mb", 0), " | ".join("%s (s)" % k for k in STAGES))
+        if "skipped" in some[0]:
+            out += ["render case, %s: skipped (%s)" % (weight, some[0]["skipped"]), ""]
+            continue
+        head = "| render case, %s %s (%d objects, %d CRDs, %.1f MB) | total (s) | %s | load |" % (
+            weight, "tree" if weight in UPSTREAM_TREES else "weight", some[0]["objects"], some[0]["crds"], some[0].get("mb", 0), " | ".join("%s (s)" % k for k in STAGES))
         out += [head, "|---|---:|%s---:|" % ("---:|" * len(STAGES))]
         for r in some:
             if "error" in r:
@@ -576,16 +746,17 @@ def table(rows):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--methods", default=",".join(METHODS))
-    parser.add_argument("--weights", default=",".join(WEIGHTS), help="the trees' weights, in order: %(default)s")
+    parser.add_argument("--weights", default=",".join(DEFAULT_WEIGHTS),
+                        help="the trees' weights, in order: %%(default)s (known: %s)" % ", ".join(KNOWN))
     parser.add_argument("--component", default=COMPONENT, help="the components_catalog entry's name")
     parser.add_argument("--generate", help="only write the trees into this directory (<weight>/bench)")
     args = parser.parse_args(argv)
     weights = args.weights.split(",")
-    unknown = [w for w in weights if w not in WEIGHTS]
+    unknown = [w for w in weights if w not in KNOWN]
     if unknown:
-        parser.error("unknown weights %s; known: %s" % (", ".join(unknown), ", ".join(WEIGHTS)))
+        parser.error("unknown weights %s; known: %s" % (", ".join(unknown), ", ".join(KNOWN)))
     if args.generate:
-        for weight in weights:
+        for weight in [w for w in weights if w in WEIGHTS]:
             objs = generate(Path(args.generate) / weight, weight)
             print("%d objects in %s" % (len(objs), Path(args.generate) / weight / "bench"))
         return 0

@@ -9,8 +9,9 @@ plane; the operator's reaction latency and memory; run time across several clust
 
 The Go limit (methods limit-go, limit-go-roles; benchmarks/limit) is built first, with go, into
 ~/.cache/kfocp (once per client-go version and source). The render case (benchmarks/render.py)
-runs first, at each of its weights (the real render's, then the light tree's), each of its three
-appliers on a fresh control plane.
+runs first, over each of its trees: upstream's kubeflow/manifests 26.03 (every component of the
+release's catalog; a few of them with --quick), then the generated trees at the real render's weight
+and the light tree's, each of its three appliers on a fresh control plane.
 
 Every control plane is warmed first (workload.warm: every kind listed once), as a cluster in use
 is. Prints a markdown table and the targets (measured value, MET or MISSED), writes
@@ -313,7 +314,7 @@ def case2_ratios(rows, repeats=()):
     return n, [round(a["converge_s"] / b["converge_s"], 2) for a, b in pairs]
 
 
-def targets(rows, operator=None, render_rows=None, repeats=()):
+def targets(rows, operator=None, render_rows=None, repeats=(), render_weights=None):
     """Each target of the issue with its measured value: (target, measured, verdict)."""
     by = dict(((r["method"], r["n"]), r) for r in rows)
     out = []
@@ -373,7 +374,7 @@ def targets(rows, operator=None, render_rows=None, repeats=()):
     else:
         add(RSS_NAME, "-", None)
     # per weight, from the same run: the role >= 3x faster than kubectl, and <= 1.3x the Go limit
-    for target, measured, met in render.targets(render_rows or []):
+    for target, measured, met in render.targets(render_rows or [], render_weights):
         add(target, measured, met)
     return out
 
@@ -463,8 +464,9 @@ def main(argv=None):
                         help="skip the fleet: Argo CD beside ansible-playbook forks (benchmarks/fleet_bench.py)")
     parser.add_argument("--only-render", action="store_true",
                         help="only the render case: no profile sizes, operator or clusters")
-    parser.add_argument("--render-weights", default=",".join(render.WEIGHTS),
-                        help="the render case's tree weights, in order (default %(default)s)")
+    parser.add_argument("--render-weights",
+                        help="the render case's trees, in order (default %s; with --quick %s; known: %s)"
+                        % (",".join(render.DEFAULT_WEIGHTS), ",".join(render.QUICK_WEIGHTS), ", ".join(render.KNOWN)))
     parser.add_argument("--render-component", default=render.COMPONENT,
                         help="the components_catalog entry the render case's tree is (default %(default)s)")
     parser.add_argument("--out", default=str(RESULTS), help="directory for the JSON and the plot")
@@ -475,9 +477,10 @@ def main(argv=None):
                         "smallest size")
     args = parser.parse_args(argv)
     profile, pairs = plan(args)
-    weights = args.render_weights.split(",")
-    if any(w not in render.WEIGHTS for w in weights):
-        raise SystemExit("unknown render weights %s; known: %s" % (args.render_weights, ", ".join(render.WEIGHTS)))
+    weights = (args.render_weights.split(",") if args.render_weights
+               else list(render.QUICK_WEIGHTS if args.quick else render.DEFAULT_WEIGHTS))
+    if any(w not in render.KNOWN for w in weights):
+        raise SystemExit("unknown render weights %s; known: %s" % (args.render_weights, ", ".join(render.KNOWN)))
     if args.only_render:
         pairs, args.no_operator, args.no_clusters, args.no_render, args.no_fleet = [], True, True, False, True
     profile = dict(profile, **dict((k, getattr(args, k)) for k in SETTINGS if getattr(args, k) is not None))
@@ -516,7 +519,8 @@ def main(argv=None):
             import fleet_bench
             doc["fleet"] = fleet_bench.run(workdir, profile["clusters"])
     doc["targets"] = [{"target": t, "measured": m, "verdict": v}
-                      for t, m, v in targets(doc["rows"], doc.get("operator"), doc.get("render"), doc["repeats"])]
+                      for t, m, v in targets(doc["rows"], doc.get("operator"), doc.get("render"), doc["repeats"],
+                                             weights if not args.no_render else None)]
     doc["load1_end"] = round(os.getloadavg()[0], 2)
     doc["total_s"] = round(time.monotonic() - started, 1)
     stem = out_dir / ("bench-%s" % doc["when"])
