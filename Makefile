@@ -17,11 +17,13 @@ TEST_WORKERS ?= 2
 NETNS ?= 1
 OFFLINE := $(if $(filter 1,$(NETNS)),$(BIN)/python hack/netns.py --,)
 
-.PHONY: help venv build build-plane istioctl up down demo test unit integration lint sanity bench soak clean operator-crd demo-operator
+.PHONY: help venv build build-plane istioctl up down demo test unit integration lint sanity bench soak clean operator-crd demo-operator \
+	operator-stack test-operator-stack
 
 help:
 	@echo "make demo   - set up, start the local control plane, run playbooks/site.yml, show the result"
-	@echo "make test   - lint, sanity, unit and integration tests (starts its own control plane)"
+	@echo "make test   - lint, sanity, unit and integration tests (starts its own control plane), then the"
+	@echo "              unit tests and a converge on the ansible-operator image's stack (make test-operator-stack)"
 	@echo "make up / make down - start / stop the local control plane (.cluster/)"
 	@echo "make bench  - benchmarks against the alternatives (QUICK=1 for a CI-sized run)"
 
@@ -37,6 +39,19 @@ $(COLLECTION_LINK):
 	ln -sfn ../../../.. $(COLLECTION_LINK)
 
 venv: $(BIN)/.installed $(COLLECTION_LINK)
+
+# The second stack: the Python stack of the ansible-operator image (Python 3.12, ansible-core 2.18,
+# kubernetes 33.1; operator/hack/ansible-operator/requirements.txt) with the collections kfocp's
+# image adds (awx/ee-collections.yml), from PyPI. OPERATOR_PYTHON names a Python 3.12 to use.
+OPERATOR_VENV := .venv-operator
+# What make test runs on it: the unit tests, and one converge of a role's playbook on a control plane.
+OPERATOR_STACK_TESTS ?= tests/unit tests/integration/test_scc_role.py::test_grant_idempotence_check_mode_revoke_and_absent
+
+$(OPERATOR_VENV)/.installed: operator/hack/ansible-operator/requirements.txt awx/ee-collections.yml requirements.txt \
+		hack/operator_stack.py | $(BIN)/.installed
+	$(BIN)/python hack/operator_stack.py build --venv $(OPERATOR_VENV)
+
+operator-stack: venv $(OPERATOR_VENV)/.installed
 
 # Every binary the tests run is built here, before them, and the upstream modules the tests read
 # as oracles (tests/upstream) are downloaded at the versions go.mod pins: a test downloads nothing.
@@ -68,9 +83,15 @@ down:
 demo: up
 	cd hack && ../$(BIN)/python demo.py
 
-test: venv build istioctl lint sanity
+test: venv build istioctl operator-stack lint sanity
 	$(OFFLINE) $(BIN)/python -m pytest -p no:cacheprovider --timeout=1800 -n $(TEST_WORKERS) --dist loadfile --durations=25 \
 		tests/unit tests/integration tests/reliability $(PYTEST_ARGS)
+	$(MAKE) --no-print-directory test-operator-stack
+
+# The tests of the second stack alone (make test runs them after the others).
+test-operator-stack: operator-stack build
+	$(OFFLINE) $(OPERATOR_VENV)/bin/python -m pytest -p no:cacheprovider --timeout=900 -n $(TEST_WORKERS) --dist loadfile \
+		--durations=10 $(OPERATOR_STACK_TESTS) $(PYTEST_ARGS)
 
 unit: venv
 	$(OFFLINE) $(BIN)/python -m pytest -q tests/unit $(PYTEST_ARGS)
@@ -113,4 +134,4 @@ demo-operator: build up
 	$(BIN)/python operator/hack/demo.py
 
 clean: down
-	rm -rf .cache .cluster tests/output
+	rm -rf .cache .cluster tests/output $(OPERATOR_VENV)
