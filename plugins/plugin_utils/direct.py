@@ -48,7 +48,8 @@ try:  # ansible-core 2.19's module_utils: AnsiballZ's loader, and what differs b
     FORKS = (hasattr(module_internal, "is_controller") and hasattr(_traceback, "_is_module_traceback_enabled")
              and {"json_params", "profile", "module_fqn", "modlib_path", "extensions"}
              <= set(inspect.signature(_loader.run_module).parameters))
-except ImportError:  # an older ansible-core: every module runs as ansible-core runs it
+except ImportError:  # ansible-core 2.18 (the ansible-operator image's) has no such loader: its AnsiballZ
+    # wrapper sets basic._ANSIBLE_ARGS and calls runpy itself. Every module runs as ansible-core runs it.
     FORKS = False
 
 COLLECTION = "kfocp.kubeflow."
@@ -108,6 +109,9 @@ def run_forked(module, payload, environment):
     """Run `module` (its Python name) in a child process, as AnsiballZ's loader runs it, with
     `payload` as its arguments and the task's `environment`; {rc, stdout, stderr} as a connection's
     exec_command gives them."""
+    if not FORKS:
+        raise RuntimeError("a module runs in a process forked from the worker only with ansible-core 2.19's "
+                           "module loader (ansible.module_utils._internal._ansiballz); this ansible-core has none")
     sys.stdout.flush()
     sys.stderr.flush()
     with tempfile.TemporaryFile() as err:

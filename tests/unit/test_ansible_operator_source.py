@@ -96,3 +96,33 @@ def test_the_second_stack_is_the_images(source):
                 if line and not line.startswith("#"))
     for package in ("ansible-core", "ansible-runner", "kubernetes"):
         assert "==" + pins[package] == lock["default"][package]["version"], package
+
+
+def test_the_base_image_installs_no_collection_and_kfocps_installs_the_pinned_ones(source):
+    """The base image's Dockerfile installs the Pipfile.lock's packages and no collection (no
+    ansible-galaxy): the collections under ansible-operator are those kfocp's
+    Dockerfile.ansible-operator installs, awx/ee-collections.yml, which hack/operator_stack.py unpacks
+    into the second stack."""
+    base = (source / "images" / "ansible-operator" / "Dockerfile").read_text()
+    assert "pipenv install --deploy" in base and "ansible-galaxy" not in base
+    ours = (ROOT / "operator" / "Dockerfile.ansible-operator").read_text()
+    assert "COPY --chown=1001:0 awx/ee-collections.yml /opt/ansible/requirements.yml" in ours
+    assert "ansible-galaxy collection install -r /opt/ansible/requirements.yml" in ours
+
+
+def test_the_second_stack_runs_the_images_versions(source):
+    """Run on the second stack (.venv-operator, `make test-operator-stack`): its Python and every
+    package of the image's Pipfile.lock are at the lock's versions, and its collections at
+    awx/ee-collections.yml's."""
+    from importlib.metadata import version  # pylint: disable=import-outside-toplevel
+    if Path(sys.prefix).name != ".venv-operator":
+        pytest.skip("not run on the second stack (.venv-operator)")
+    lock = json.loads((source / "images" / "ansible-operator" / "Pipfile.lock").read_text())
+    assert "%d.%d" % sys.version_info[:2] == lock["_meta"]["requires"]["python_version"]
+    for package, pin in lock["default"].items():
+        assert "==" + version(package) == pin["version"], package
+    import ansible_collections  # pylint: disable=import-outside-toplevel
+    for entry in yaml.safe_load((ROOT / "awx" / "ee-collections.yml").read_text())["collections"]:
+        manifests = [Path(base, *entry["name"].split("."), "MANIFEST.json") for base in ansible_collections.__path__]
+        found = [json.loads(m.read_text())["collection_info"]["version"] for m in manifests if m.exists()]
+        assert found == [entry["version"]], entry

@@ -15,7 +15,8 @@ import yaml
 
 import standins
 from ansible.parsing.dataloader import DataLoader
-from ansible.template import Templar, trust_as_template
+from ansible import template as ansible_template
+from ansible.template import Templar
 
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import mesh, profiles, self_service
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.objects import DefinitionError
@@ -24,6 +25,10 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "operator"))
 
 from kfocp_operator import fastpath  # noqa: E402
+
+# ansible-core 2.19 renders only strings marked trusted; in 2.18 (the ansible-operator image's) every
+# string is a template, and there is no trust_as_template.
+trust_as_template = getattr(ansible_template, "trust_as_template", lambda value: value)
 
 
 def configured(variables, instance="kf"):
