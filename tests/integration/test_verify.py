@@ -8,9 +8,10 @@ programs would (tests/standins.py, each after its upstream source): SCC admissio
 openshift.io/scc on the pods, the router's Admitted condition on the Route, the Service Mesh 2
 operator's member roll status, and oauth-proxy's redirect on loopback.
 
-verify.yml passes on that install, and fails, naming the check, on each of four broken ones:
-a pending mesh member, a Route the router rejected, a GPU node without the taint, and a pod
-admitted under an SCC its service account may not use. One converge serves every case: each
+verify.yml passes on that install, and fails, naming the check, on each of five broken ones:
+a pending mesh member, a Route the router rejected, a GPU node without the taint, a pod
+admitted under an SCC its service account may not use, and a Kubeflow object whose value names a
+Service that does not exist. One converge serves every case: each
 breaks one thing and mends it, and each verify run must name exactly its check, so a case whose
 mending failed shows in the next one.
 """
@@ -118,7 +119,8 @@ def test_a_correct_install_passes_every_check(platform):
     assert result.rc == 0, "\n".join(map(str, table)) or result.stdout[-5000:]
     assert "every check passed" in result.stdout
     checks = set(row[0] for row in table)
-    assert checks == {"scc", "podsecurity", "route", "oauth", "mesh", "gpu"}, table
+    assert checks == {"scc", "podsecurity", "route", "oauth", "mesh", "gpu", "references"}, table
+    assert [row for row in table if row[0] == "references"][0][:3] == ("references", "PASS", "kubeflow"), table
     # the GPU MachineSet and the GPU node the machine API made from it were both checked
     targets = [row[2] for row in table if row[0] == "gpu"]
     assert "MachineSet openshift-machine-api/%s" % GPU_SET in targets and "Node %s-0" % GPU_SET in targets, targets
@@ -195,3 +197,29 @@ def test_a_pod_under_an_scc_its_service_account_may_not_use_fails_the_scc_check(
     assert failed_checks(result) == ["scc"], result.stdout[-3000:]
     assert ("scc", "FAIL", "kubeflow/debug-shell",
             "anyuid, which its service account default may not use (no grant of it in kubeflow)") in rows(result)
+
+
+def test_a_broken_reference_fails_the_references_check(platform):
+    plane, _kube, run = platform
+    # a ConfigMap of kubeflow's that points at a Service no one made, and a policy that admits an
+    # account no one made
+    broken = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "planted-reference", "namespace": "kubeflow"},
+               "data": {"url": "http://ml-pipeline-gone.kubeflow.svc.cluster.local:8888/apis"}},
+              {"apiVersion": "security.istio.io/v1", "kind": "AuthorizationPolicy",
+               "metadata": {"name": "planted-reference", "namespace": "kubeflow"},
+               "spec": {"selector": {"matchLabels": {"app": "planted"}},
+                        "rules": [{"from": [{"source": {"principals": ["cluster.local/ns/kubeflow/sa/gone"]}}]}]}}]
+    plane.kubectl("create", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": broken}))
+    try:
+        result = run()
+    finally:
+        plane.kubectl("delete", "configmap,authorizationpolicies.security.istio.io", "planted-reference", "-n", "kubeflow",
+                      "--wait=false")
+    assert result.rc != 0
+    assert failed_checks(result) == ["references"], result.stdout[-3000:]
+    found = [row for row in rows(result) if row[0] == "references"]
+    assert ("references", "FAIL", "ConfigMap kubeflow/planted-reference data.url",
+            "'ml-pipeline-gone.kubeflow.svc.cluster.local': Service kubeflow/ml-pipeline-gone does not exist") in found
+    assert ("references", "FAIL", "AuthorizationPolicy kubeflow/planted-reference spec.rules[0].from[0].source.principals[0]",
+            "'cluster.local/ns/kubeflow/sa/gone': ServiceAccount kubeflow/gone does not exist") in found
+    assert len(found) == 2, found
