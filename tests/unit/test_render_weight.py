@@ -131,3 +131,19 @@ def test_a_failed_or_absent_method_is_not_measured():
     assert lines["render case (light): role <= 1.3x the Go limit"] == (
         "role not measured; limit-go not measured", None)
     assert all(met is None for _t, _m, met in render.targets([]))
+
+
+def test_an_upstream_tree_without_its_inputs_is_skipped_saying_so():
+    # what render.run records for each method where ../shared/upstream is absent
+    why = "../shared/upstream (upstream's trees, /nowhere) is absent"
+    rows = [{"method": m, "weight": "upstream-26.03", "skipped": why} for m in render.METHODS] + _rows(5.0, 4.0, {})
+    lines = dict((t, (m, v)) for t, m, v in render.targets(rows, ["upstream-26.03", "real"]))
+    assert lines["render case (upstream-26.03): role >= 3x faster than kubectl"] == ("skipped: " + why, None)
+    assert lines["render case (upstream-26.03): role <= 1.3x the Go limit"] == ("skipped: " + why, None)
+    assert lines["render case (real): role <= 1.3x the Go limit"][1] is True
+    printed = render.lines(rows, ["upstream-26.03", "real"])
+    assert "not measured" in printed[0] and "skipped: " + why in printed[0], printed
+    assert "render case, upstream-26.03: skipped (%s)" % why in render.table(rows)
+    # make bench runs upstream's tree first, beside the generated ones; QUICK=1 a few of its components
+    assert render.DEFAULT_WEIGHTS[0] == "upstream-26.03" and render.QUICK_WEIGHTS[0] == "upstream-26.03-quick"
+    assert set(render.DEFAULT_WEIGHTS[1:]) == set(render.QUICK_WEIGHTS[1:]) == set(render.WEIGHTS)
