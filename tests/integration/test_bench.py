@@ -1,9 +1,13 @@
 """The benchmark harness (make bench) at a tiny size, so that it cannot rot: six methods at N=3 (case 1 at N=1),
 each on a fresh control plane of its own, then the table, the targets, the JSON and the plot.
 It asserts that the harness works and counts right, never a timing."""
+import gzip
 import json
 import subprocess
 import sys
+
+import pytest
+import yaml
 
 from helpers import ROOT
 
@@ -65,3 +69,34 @@ def test_the_operator_benchmark_runs_at_a_tiny_size(tmp_path):
     assert sum(b["namespaces"] for b in burst["batches"]) >= 5, burst["batches"]
     assert all(b["stages"].get("compare and write", 0) > 0 for b in burst["batches"]), burst["batches"]
     assert figures["watch"]["namespaces"] == 10 and figures["watch"]["rss_mib"] > 0
+
+
+def _key(obj):
+    return (obj["apiVersion"].rpartition("/")[0], obj["kind"], obj["metadata"].get("namespace"), obj["metadata"]["name"])
+
+
+def test_the_render_case_gives_the_appliers_upstream_s_own_objects_of_the_26_03_tree(tmp_path):
+    """The render case's upstream tree as make bench QUICK=1 runs it (no control plane): what kubectl
+    and the Go limit are given is upstream's, as its `example` renders the same tree with the same
+    copies of the remote bases (../shared/upstream's example-render-26.03), object for object."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import render  # pylint: disable=import-outside-toplevel
+    why = render.upstream_absent()
+    if why:
+        pytest.skip(why)
+    tree = render.prepare_upstream(tmp_path, "upstream-26.03-quick")
+    with gzip.open(str(render.UPSTREAM / "example-render-26.03.yaml.gz"), "rt") as stream:
+        example = dict((_key(o), o) for o in yaml.load_all(stream, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+                       if o)
+    # example installs the profiles component with its Pod Security overlay (a namespace-labels
+    # ConfigMap of its own, the deployment mounting it); the catalog names upstream's kubeflow overlay
+    differ = [_key(o) for o in tree["objs"] if example.get(_key(o)) != o]
+    assert sorted(k[1] for k in differ) == ["ConfigMap", "Deployment"], differ
+    assert [k[3].startswith("namespace-labels-data-") for k in differ if k[1] == "ConfigMap"] == [True], differ
+    assert ("apps", "Deployment", "kubeflow", "profiles-deployment") in differ
+    assert len(tree["objs"]) > 50
+    assert {"CustomResourceDefinition", "Deployment", "MutatingWebhookConfiguration", "Namespace"} <= set(
+        o["kind"] for o in tree["objs"])
+    # every applier leaves the catalog's objects; kubectl and the Go limit also make their namespace
+    assert [o["metadata"]["name"] for o in tree["objs"] if o not in tree["expected"]] == ["kubeflow"]
+    assert tree["components"] == sorted(render.UPSTREAM_TREES["upstream-26.03-quick"]["components"])
