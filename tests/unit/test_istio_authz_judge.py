@@ -157,6 +157,8 @@ RULE_SETS = {
         "from": [{"source": {"notNamespaces": ["team-b"], "notPrincipals": [KFP_UI]}}],
         "to": [{"operation": {"notPaths": ["/metrics"], "notMethods": ["POST"]}}],
         "when": [{"key": "request.headers[kubeflow-userid]", "notValues": ["carol*"]}]}])],
+    "hosts in any case, and methods": [policy("h", PROFILE, [{"to": [{"operation": {
+        "hosts": ["NB.Team-A.svc.cluster.local", "*.EXAMPLE.com"], "methods": ["GET", "PUT"]}}]}])],
     "source.principal, source.namespace and destination.port": [policy("w", PROFILE, [{"when": [
         {"key": "source.namespace", "values": ["team-*"]},
         {"key": "source.principal", "notValues": ["*/sa/default-editor"]},
