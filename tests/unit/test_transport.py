@@ -274,7 +274,21 @@ class ConnectProxy:
         self.sock.close()
 
 
+def _loader_reads_proxy_url():
+    """Whether the installed `kubernetes` kubeconfig loader reads a cluster's `proxy-url` (37.0 does;
+    33.1, the ansible-operator image's, has no such field, and kfocp leaves that field to it)."""
+    from kubernetes import config as k8s_config  # pylint: disable=import-outside-toplevel
+    cfg = k8s_client.Configuration()
+    k8s_config.load_kube_config_from_dict(
+        {"current-context": "c", "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+         "clusters": [{"name": "c", "cluster": {"server": "https://h:1", "proxy-url": "http://p:1"}}],
+         "users": [{"name": "u", "user": {"token": "t"}}]}, client_configuration=cfg, persist_config=False)
+    return cfg.proxy == "http://p:1"
+
+
 def test_a_proxy_carries_the_requests_unless_no_proxy_names_the_server(https, pki, monkeypatch, client_of):
+    if not _loader_reads_proxy_url():
+        pytest.skip("this kubernetes client (%s) reads no proxy-url from a kubeconfig" % k8s_client.__version__)
     proxy = ConnectProxy()
     try:
         url = "https://127.0.0.1:%d" % https.port
