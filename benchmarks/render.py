@@ -527,10 +527,19 @@ def by_role(plane, tree_root, component, workdir, upstream=None):
     return row
 
 
-def count_present(plane, objs):
-    """How many of `objs` the API server has (one list per kind)."""
-    import workload  # pylint: disable=import-outside-toplevel
-    return workload.count_present(plane, objs)
+def missing(plane, objs):
+    """Those of `objs` the API server does not have (one list per kind). A cluster-scoped object is
+    matched by its name alone: kustomize's namespace transformer gives a namespace to objects of
+    cluster-scoped custom kinds (upstream's ClusterStorageContainer, DecoratorController), which
+    the API server drops."""
+    from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import Client  # noqa: E501 pylint: disable=import-outside-toplevel
+    client = Client.from_params({"kubeconfig": str(plane.kubeconfig)})
+    present = set()
+    for api_version, kind in sorted(set((o["apiVersion"], o["kind"]) for o in objs)):
+        for item in client.list(client.resource(api_version, kind), metadata_only=True):
+            present.add((api_version, kind, item["metadata"].get("namespace") or "", item["metadata"]["name"]))
+    return [o for o in objs if not any((o["apiVersion"], o["kind"], ns, o["metadata"]["name"]) in present
+                                       for ns in (o["metadata"].get("namespace") or "", ""))]
 
 
 def measure(method, workdir, weight, objs, tree_root, component=COMPONENT, upstream=None):
@@ -555,9 +564,12 @@ def measure(method, workdir, weight, objs, tree_root, component=COMPONENT, upstr
             row.update((k, round(v, 2)) for k, v in figures.items() if k != "objects")
         else:
             row.update(by_role(plane, tree_root, component, workdir, upstream))
-        present = count_present(plane, expected)
-        if present != len(expected):
-            raise RuntimeError("%d of %d objects present after %s" % (present, len(expected), method))
+        absent = missing(plane, expected)
+        if absent:
+            raise RuntimeError("%d of %d objects present after %s; absent: %s" % (
+                len(expected) - len(absent), len(expected), method,
+                ", ".join("%s %s/%s" % (o["kind"], o["metadata"].get("namespace") or "", o["metadata"]["name"])
+                          for o in absent[:10])))
         row["load1"] = round(os.getloadavg()[0], 2)
     except (RuntimeError, subprocess.CalledProcessError) as err:
         row["error"] = str(err)[-1500:]
