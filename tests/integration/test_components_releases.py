@@ -125,7 +125,7 @@ def test_a_real_release_installs_and_its_uis_admit_the_gateway_kfocp_runs(playbo
         pytest.skip("the istio-authz judge (hack/istio) cannot be built: %s" % str(err)[:500])
     install_prerequisite_crds(kube, release)
     gateway = mesh.gateway_info({"flavour": "ossm3"})
-    extra = {"kfocp_instance": instance, "components_source": "tarball",
+    extra = {"kfocp_instance": instance, "components_source": "tarball", "components_release": release,
              "components_tarball": str(UPSTREAM / ("kubeflow-manifests-%s.tar.gz" % release)),
              "components_remote_bases": remote_bases(tmp_path), "components_namespace": namespace,
              "service_mesh_gateway_info": {"principal": gateway["principal"]}, "components_no_log": False}
