@@ -29,10 +29,12 @@ something upstream's renders hold (tests/unit/test_references.py reads them):
   Service;
 - a two-label host `<a>.<b>` is a Service's name only when `<b>` is a namespace of the cluster or
   one of upstream's (UPSTREAM_NAMESPACES); otherwise it is a domain (`kubeflow.org`, `docker.io`);
-- a host in a namespace that does not exist, when that namespace is one of a component kfocp does
-  not install (OTHER_COMPONENTS: KServe's `inferenceservice-config` names Knative's local gateway
-  in istio-system and KEDA's scaler in keda), is listed in `skipped`; in any other namespace that
-  does not exist (`kubeflow`, after a move to another `components_namespace`) it is a finding;
+- a host in a namespace that does not exist, when that namespace is one of an optional component
+  (OTHER_COMPONENTS: KServe's `inferenceservice-config` names KEDA's scaler in keda, and, as kfocp
+  writes it, OpenShift Serverless's Kourier in knative-serving-ingress), is listed in `skipped`; in
+  any other namespace that does not exist (`kubeflow`, after a move to another
+  `components_namespace`; `istio-system`, where upstream's configuration names a Service of an
+  Istio kfocp does not run) it is a finding;
 - a VirtualService's `hosts`, a ServiceEntry's `hosts` and a Route's `spec.host` are the names
   those objects answer to or declare, not Services; a VirtualService's destinations, a
   DestinationRule's host and a Route's backends are;
@@ -63,35 +65,28 @@ HOST = re.compile(r"(?<![A-Za-z0-9_.*-])(%s)\.(%s)(\.svc(?:\.cluster\.local)?)?(
 USERID_HEADER = "kubeflow-userid"
 INJECT = "sidecar.istio.io/inject"
 OTHER_PRINCIPAL = "cluster.local/ns/kfocp-reference-check/sa/default"
-# The namespaces of components upstream's example installs beside Kubeflow, or that KServe names as
-# optional, which kfocp's default catalog does not install (so their Services may be absent): a
-# host there, when the namespace does not exist, is listed in `skipped`, not reported.
+# The namespaces of optional components, whose Services are absent until they are installed: a
+# host there, when the namespace does not exist, is listed in `skipped`, not reported. Only those
+# a reference of kfocp's install names (upstream's renders through the components role).
 OTHER_COMPONENTS = {
-    "istio-system": "upstream's Istio (its ingress gateway, istiod, Knative's local gateway named by KServe's "
-                    "inferenceservice-config); kfocp's mesh runs in the service_mesh role's namespace",
-    "knative-serving": "Knative Serving (KServe's serverless mode); OpenShift Serverless runs it where installed",
+    "keda": "KEDA, KServe's optional autoscaler (inferenceservice-config's opentelemetryCollector)",
     "knative-serving-ingress": "OpenShift Serverless's Kourier (the serverless role), whose kourier-internal kfocp "
                                "gives KServe's inferenceservice-config as its local gateway",
-    "keda": "KEDA, KServe's optional autoscaler (inferenceservice-config's opentelemetryCollector)",
-    "auth": "upstream's Dex; kfocp signs in with OpenShift's OAuth server",
-    "oauth2-proxy": "upstream's oauth2-proxy; kfocp runs openshift/oauth-proxy (the auth role)",
-    "cert-manager": "cert-manager, which OpenShift's cert-manager operator installs",
-    "kube-system": "the cluster's own system namespace",
-    "kubeflow-system": "Kubeflow Trainer v2 and JobSet (v1.11.0 on), not in the default catalog",
 }
-# The namespaces upstream's objects live in: a two-label host <name>.<namespace> naming one of
-# them is a Service's name even where the namespace does not exist.
-UPSTREAM_NAMESPACES = ("kubeflow",) + tuple(sorted(OTHER_COMPONENTS))
+# The namespaces upstream's objects live in (its example's render) and those above: a two-label
+# host <name>.<namespace> naming one of them is a Service's name even where the namespace does not
+# exist.
+UPSTREAM_NAMESPACES = ("auth", "cert-manager", "istio-system", "keda", "knative-serving", "knative-serving-ingress",
+                       "kube-system", "kubeflow", "kubeflow-system", "oauth2-proxy")
 
 EXCEPTIONS = (
     "A principal or host with a wildcard (*) names no one account or Service, and is not checked.",
     "A two-label host <a>.<b> is a Service's name only when <b> is a namespace of the cluster or one of "
     "upstream's; otherwise it is a domain (kubeflow.org, docker.io).",
-    "A host in a namespace that does not exist, when the namespace is one of a component kfocp does not "
-    "install (OTHER_COMPONENTS: istio-system, knative-serving, knative-serving-ingress, keda, auth, oauth2-proxy, "
-    "cert-manager, "
-    "kube-system, kubeflow-system), is listed in skipped, not reported; in any other missing namespace "
-    "(kubeflow after a move to another components_namespace) it is a finding.",
+    "A host in a namespace that does not exist, when the namespace is one of an optional component "
+    "(OTHER_COMPONENTS: keda, KServe's optional autoscaler; knative-serving-ingress, OpenShift Serverless's "
+    "Kourier), is listed in skipped, not reported; in any other missing namespace (kubeflow after a move to "
+    "another components_namespace, istio-system where kfocp's mesh runs elsewhere) it is a finding.",
     "A VirtualService's hosts, a ServiceEntry's hosts and a Route's spec.host are names those objects answer "
     "to or declare, not Services; VirtualService destinations, DestinationRule hosts and Route backends are.",
     "A ConfigMap's _example key is Knative's documentation of its settings, not configuration anyone reads.",

@@ -34,15 +34,15 @@ description:
   - 'Not reported, each for a reason upstream''s renders show: a principal or host with a wildcard
     (C(*)) names no one account or Service. A two-label host C(<a>.<b>) is a Service''s name only
     when C(<b>) is a namespace of the cluster or one of upstream''s (kubeflow, istio-system,
-    knative-serving, knative-serving-ingress, keda, auth, oauth2-proxy, cert-manager, kube-system, kubeflow-system);
-    otherwise it is a domain (C(kubeflow.org), C(docker.io)).'
+    knative-serving, knative-serving-ingress, keda, auth, oauth2-proxy, cert-manager, kube-system,
+    kubeflow-system); otherwise it is a domain (C(kubeflow.org), C(docker.io)).'
   - 'A host in a namespace that does not exist, where the namespace is one of O(absent_namespaces)
-    (by default those of components upstream''s example installs beside Kubeflow and kfocp does not:
-    istio-system, whose Knative local gateway KServe''s C(inferenceservice-config) names; keda, KServe''s
-    optional autoscaler; knative-serving-ingress, where OpenShift Serverless runs the Kourier
-    Service kfocp gives KServe as its local gateway; knative-serving, auth (Dex), oauth2-proxy, cert-manager, kube-system,
-    kubeflow-system (Trainer v2)), is listed in RV(skipped). In any other namespace that does not
-    exist (C(kubeflow) after the components moved to another namespace) it is a finding.'
+    (by default those of optional components that KServe''s C(inferenceservice-config) names as kfocp
+    installs it: keda, KServe''s optional autoscaler; knative-serving-ingress, where OpenShift
+    Serverless runs the Kourier Service kfocp gives KServe as its local gateway), is listed in
+    RV(skipped). In any other namespace that does not exist (C(kubeflow) after the components moved
+    to another namespace; C(istio-system), where upstream names a Service of an Istio kfocp does not
+    run) it is a finding.'
   - A VirtualService's C(hosts), a ServiceEntry's C(hosts) and a Route's C(spec.host) are the names
     those objects answer to or declare, not Services.
   - A ConfigMap's C(_example) key is Knative's documentation of its settings, "not actually
@@ -86,7 +86,7 @@ options:
   absent_namespaces:
     description:
       - The namespaces of components that need not be installed, whose hosts are listed in
-        RV(skipped) when the namespace does not exist. Not given - the list above.
+        RV(skipped) when the namespace does not exist. Not given - V(keda) and V(knative-serving-ingress).
     type: list
     elements: str
   other_principal:
