@@ -512,13 +512,19 @@ def play_pvc_protection(kube, stop, interval=0.5):
 
 def play_cluster_version(kube, version):
     """The ClusterVersion `version` of a cluster that runs OpenShift `version`, as the cluster
-    version operator writes it (status.desired.version)."""
+    version operator writes it: status.desired.version, and status.history with the install's
+    entry, Completed (openshift/api config/v1 types_cluster_version.go UpdateHistory; the GPU
+    operator reads the OpenShift version from the first Completed entry)."""
     import standins
     res = kube.resource("config.openshift.io/v1", "ClusterVersion")
     channel = "stable-" + ".".join(version.split(".")[:2])
     live = kube.apply(res, standins.cluster_version(channel=channel), "cluster-version-operator", force=True)
+    image = "quay.io/openshift-release-dev/ocp-release:%s-x86_64" % version
+    now = standins._now()
     standins._status_patch(kube, res, live, {
-        "desired": {"version": version, "image": "quay.io/openshift-release-dev/ocp-release:%s-x86_64" % version},
+        "desired": {"version": version, "image": image},
+        "history": [{"state": "Completed", "version": version, "image": image, "verified": False,
+                     "startedTime": now, "completionTime": now}],
         "availableUpdates": None, "observedGeneration": live["metadata"].get("generation", 1),
         "versionHash": "abc"}, "cluster-version-operator")
 

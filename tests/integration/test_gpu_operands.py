@@ -1,79 +1,90 @@
 """The gpu role on OpenShift 4.14 and 4.20 dress, through site.yml against the real API server with
 simulated nodes: the NodeFeatureDiscovery carries the operand image where the NFD operator reads it
-only from the spec, and the GPU operator's operand DaemonSets, made from its own assets as its
-controller makes them (the ClusterPolicy's daemonsets.tolerations replacing theirs), are placed by
-the DaemonSet controller and kube-scheduler on GPU nodes tainted nvidia.com/gpu and on kfocp's
-workload=ai-ml nodes."""
-import re
-
+only from the spec, and NVIDIA's GPU operator itself (built from its Go module at the version
+tests/upstream/go.mod pins, run by hack/gpu_operator.py) turns kfocp's ClusterPolicy into its
+operand DaemonSets, which the DaemonSet controller and kube-scheduler place on GPU nodes tainted
+nvidia.com/gpu and on kfocp's workload=ai-ml nodes; and not on the nvidia.com/gpu ones once the
+ClusterPolicy's daemonsets.tolerations leave that toleration out (the list replaces the operands'
+own)."""
 import pytest
 import yaml
 
-from gomod import GPU_OPERATOR, require_module
-from helpers import (PlayOperators, ensure_namespace, nfd_crd_before_419, only_roles, play_cluster_version,
+import gpu_operator
+from helpers import (PlayOperators, nfd_crd_before_419, only_roles, play_cluster_version,
                      play_installer_worker_machineset, wait_for)
 
 OWN_PLANE = True
 WORKLOADS = True
 NFD = ("nfd.openshift.io/v1", "NodeFeatureDiscovery")
+POLICY = ("nvidia.com/v1", "ClusterPolicy")
 # openshift/cluster-nfd-operator release-4.14 a62d778acf51c76b9cbcffd14448bc8f4ec0ab84,
 # manifests/stable/manifests/nfd.clusterserviceversion.yaml: NODE_FEATURE_DISCOVERY_IMAGE.
 NFD_IMAGE_414 = "quay.io/openshift/origin-node-feature-discovery:4.14"
-NAMESPACE = "nvidia-gpu-operator"
-# The operand states whose DaemonSets a ClusterPolicy with kfocp's defaults turns on, but the
-# driver's: the operator builds that one from its asset with OpenShift's driver toolkit (volumes and
-# a container the asset does not hold); its tolerations are set the same way.
-STATES = ("state-container-toolkit", "state-device-plugin", "state-dcgm", "state-dcgm-exporter",
-          "gpu-feature-discovery", "state-node-status-exporter", "state-operator-validation")
+NAMESPACE = gpu_operator.NAMESPACE
+# The operand states a ClusterPolicy with kfocp's defaults turns on, by the ClusterPolicy section
+# that turns each on (controllers/state_manager.go isStateEnabled; state-operator-validation is
+# always on). Their DaemonSets are named in the operator's assets.
+STATES = {"state-driver": "driver", "state-container-toolkit": "toolkit", "state-operator-validation": None,
+          "state-device-plugin": "devicePlugin", "state-dcgm": "dcgm", "state-dcgm-exporter": "dcgmExporter",
+          "gpu-feature-discovery": "gfd", "state-node-status-exporter": "nodeStatusExporter"}
+# The labels NFD puts on a node with an NVIDIA GPU that the operator reads
+# (controllers/state_manager.go: gpuNodeLabels, nfdKernelLabelKey, nfdOSReleaseIDLabelKey,
+# nfdOSVersionIDLabelKey; the driver's DaemonSet needs the kernel's, object_controls.go
+# resolveDriverTag). The kernel and OS values are examples of the shape.
+NFD_GPU_LABELS = {"feature.node.kubernetes.io/pci-10de.present": "true",
+                  "feature.node.kubernetes.io/kernel-version.full": "5.14.0-284.73.1.el9_2.x86_64",
+                  "feature.node.kubernetes.io/system-os_release.ID": "rhcos"}
+GPU_TAINT = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
 
 
-def gpu_operator_standin(kube, source, policy, gpu_nodes):
-    """What the GPU operator does with a ClusterPolicy, from its v25.3.4 source: it labels the
-    nodes NFD marked pci-10de with the operands' deploy labels (controllers/state_manager.go,
-    gpuStateLabels, labelGPUNodes), and creates each operand's ServiceAccount and DaemonSet from
-    its assets in its namespace, the DaemonSet's tolerations replaced by
-    spec.daemonsets.tolerations when that is not empty (controllers/object_controls.go). Images are
-    placeholders: kwok runs no container. Returns the DaemonSets' names."""
-    manager = (source / "controllers" / "state_manager.go").read_text()
-    block = re.search(r"var gpuStateLabels = map\[string\]map\[string\]string\{(.*?)\n\}", manager, re.S).group(1)
-    container = re.search(r'gpuWorkloadConfigContainer:\s*\{(.*?)\}', block, re.S).group(1)
-    deploy = dict(re.findall(r'"([^"]+)":\s*"([^"]+)"', container))
-    nodes = kube.resource("v1", "Node")
-    for name in gpu_nodes:
-        kube.request("PATCH", kube.path(nodes, None, name), body={"metadata": {"labels": deploy}},
-                     content_type="application/merge-patch+json")
-    tolerations = (policy["spec"].get("daemonsets") or {}).get("tolerations") or []
-    names = []
-    for state in STATES:
-        for path in sorted((source / "assets" / state).glob("*.y*ml")):
+def operand_daemonsets(policy):
+    """{state: DaemonSet name} of the states `policy` turns on, from the operator's assets."""
+    assets = gpu_operator.module_dir() / "assets"
+    out = {}
+    for state, section in STATES.items():
+        if section and not (policy["spec"].get(section) or {}).get("enabled", True):
+            continue
+        for path in sorted((assets / state).glob("*.y*ml")):
             for doc in yaml.safe_load_all(path.read_text()):
-                if not doc or doc.get("kind") not in ("ServiceAccount", "DaemonSet"):
-                    continue
-                doc["metadata"]["namespace"] = NAMESPACE
-                if doc["kind"] == "DaemonSet":
-                    pod = doc["spec"]["template"]["spec"]
-                    for container in pod.get("initContainers", []) + pod["containers"]:
-                        container["image"] = "registry.example/nvidia/%s:placeholder" % container["name"]
-                    if tolerations:
-                        pod["tolerations"] = tolerations
-                    names.append(doc["metadata"]["name"])
-                kube.apply(kube.resource(doc["apiVersion"], doc["kind"]), doc, "gpu-operator", force=True)
-    return names
+                if doc and doc.get("kind") == "DaemonSet":
+                    out[state] = doc["metadata"]["name"]
+    return out
+
+
+def scheduled(kube, names, nodes):
+    """True once every DaemonSet of `names` wants a pod on exactly `nodes` and each of its pods is
+    bound to one of them, one per node."""
+    daemonsets, pods = kube.resource("apps/v1", "DaemonSet"), kube.resource("v1", "Pod")
+    live = {ds["metadata"]["name"]: ds for ds in kube.list(daemonsets, namespace=NAMESPACE)}
+    bound = {}
+    for pod in kube.list(pods, namespace=NAMESPACE):
+        if pod["metadata"].get("deletionTimestamp"):
+            continue
+        owner = [o["name"] for o in pod["metadata"].get("ownerReferences") or [] if o["kind"] == "DaemonSet"]
+        if owner:
+            bound.setdefault(owner[0], []).append(pod["spec"].get("nodeName"))
+    for name in names:
+        status = (live.get(name) or {}).get("status") or {}
+        if status.get("desiredNumberScheduled") != len(nodes) or sorted(bound.get(name, [])) != sorted(nodes):
+            return False
+    return True
 
 
 @pytest.mark.parametrize("openshift, image", [("4.14.38", NFD_IMAGE_414), ("4.20.4", None)])
-def test_the_operands_run_on_gpu_nodes_of_either_taint_and_nfd_has_its_image(
+def test_the_operator_places_its_operands_on_gpu_nodes_of_either_taint_and_nfd_has_its_image(
         playbook, kube, control_plane, instance, openshift, image):
-    source = require_module(pytest, *GPU_OPERATOR)
     play_cluster_version(kube, openshift)
     put_back = nfd_crd_before_419(control_plane) if openshift.startswith("4.14") else None
+    gpu_operator.prepare(control_plane)
     play_installer_worker_machineset(kube)
     extra = dict(only_roles("gpu"), kfocp_instance=instance, kfocp_gpu_enabled=True, scc_grants=[],
                  kfocp_openshift_version="", gpu_csv_timeout=60, gpu_csv_poll_interval=1,
                  gpu_machinesets=[{"name": "%s-a10g" % instance, "accelerator": "nvidia-a10g",
                                    "instance_type": {"aws": "g5.2xlarge"}}])
     made, nodes = [], kube.resource("v1", "Node")
-    daemonsets, pods = kube.resource("apps/v1", "DaemonSet"), kube.resource("v1", "Pod")
+    daemonsets, policies = kube.resource("apps/v1", "DaemonSet"), kube.resource(*POLICY)
+    minor = ".".join(openshift.split(".")[:2])
+    operator = gpu_operator.Operator(control_plane, minor)
     try:
         with PlayOperators(kube):
             result = playbook("site", extra)
@@ -82,33 +93,61 @@ def test_the_operands_run_on_gpu_nodes_of_either_taint_and_nfd_has_its_image(
         assert nfd["spec"]["operand"].get("image") == image
 
         # a node of kfocp's GPU MachineSet (workload=ai-ml:NoSchedule), and a GPU node tainted as the
-        # GPU operator's docs taint them; both with the label NFD gives an NVIDIA GPU
-        pci = {"feature.node.kubernetes.io/pci-10de.present": "true"}
+        # GPU operator's docs taint them; NFD has labelled both as having an NVIDIA GPU
+        labels = dict(NFD_GPU_LABELS, **{"feature.node.kubernetes.io/system-os_release.VERSION_ID": minor})
         ai_ml = control_plane.add_machineset_nodes()
-        tainted = control_plane.add_nodes([{"name": "%s-gpu-tainted" % instance, "labels": dict(pci),
-                                            "taints": [{"key": "nvidia.com/gpu", "value": "present",
-                                                        "effect": "NoSchedule"}]}])
+        tainted = control_plane.add_nodes([{"name": "%s-gpu-tainted" % instance, "labels": dict(labels),
+                                            "taints": [GPU_TAINT]}])
         made += ai_ml + tainted
-        gpu_nodes = [n for n in ai_ml if "a10g" in n] + tainted
-        for name in gpu_nodes:
-            kube.request("PATCH", kube.path(nodes, None, name), body={"metadata": {"labels": pci}},
+        ai_ml_gpu = [n for n in ai_ml if "a10g" in n]
+        assert ai_ml_gpu, ai_ml
+        for name in ai_ml_gpu:
+            kube.request("PATCH", kube.path(nodes, None, name), body={"metadata": {"labels": labels}},
                          content_type="application/merge-patch+json")
-        ensure_namespace(kube, NAMESPACE)
-        policy = kube.get(kube.resource("nvidia.com/v1", "ClusterPolicy"), "gpu-cluster-policy")
-        names = gpu_operator_standin(kube, source, policy, gpu_nodes)
-        assert "nvidia-device-plugin-daemonset" in names
+        gpu_nodes = ai_ml_gpu + tainted
 
-        def placed():
-            out = {}
-            for name in names:
-                status = (kube.get(daemonsets, name, NAMESPACE) or {}).get("status") or {}
-                out[name] = status.get("desiredNumberScheduled")
-            return out if all(v == len(gpu_nodes) for v in out.values()) else None
-        wait_for(placed, timeout=120, what="every operand DaemonSet wanting a pod on each GPU node")
-        wait_for(lambda: set(p["spec"].get("nodeName") for p in kube.list(pods, namespace=NAMESPACE)
-                             if p["metadata"]["name"].startswith("nvidia-device-plugin-daemonset")) == set(gpu_nodes),
-                 timeout=120, what="the device plugin's pods scheduled on both GPU nodes")
+        policy = kube.get(policies, "gpu-cluster-policy")
+        wanted = operand_daemonsets(policy)
+        assert "state-device-plugin" in wanted and "state-driver" in wanted, wanted
+        operator.start()
+        try:
+            wait_for(lambda: scheduled(kube, wanted.values(), gpu_nodes), timeout=180, interval=1,
+                     what="the operator's DaemonSets %s with a pod bound on each GPU node %s"
+                     % (sorted(wanted.values()), gpu_nodes))
+        except AssertionError as err:
+            raise AssertionError("%s\ngpu-operator log:\n%s" % (err, operator.tail())) from None
+        owned = [ds for ds in kube.list(daemonsets, namespace=NAMESPACE)
+                 if any(o["kind"] == "ClusterPolicy" for o in ds["metadata"].get("ownerReferences") or [])]
+        assert {ds["metadata"]["name"] for ds in owned} >= set(wanted.values())
+
+        # the negative control: the ClusterPolicy as kfocp wrote it before it kept the operands'
+        # own toleration (the ai-ml one alone): the operator gives every DaemonSet that list, and
+        # the DaemonSet controller no longer wants their pods on the node tainted nvidia.com/gpu
+        # (NoSchedule: a running pod may stay; a rolling update takes the device plugin's off)
+        alone = [t for t in policy["spec"]["daemonsets"]["tolerations"] if t.get("key") != "nvidia.com/gpu"]
+        assert alone and len(alone) < len(policy["spec"]["daemonsets"]["tolerations"])
+        kube.request("PATCH", kube.path(policies, None, "gpu-cluster-policy"),
+                     body={"spec": {"daemonsets": {"tolerations": alone}}}, content_type="application/merge-patch+json")
+
+        def narrowed():
+            live = {ds["metadata"]["name"]: ds for ds in kube.list(daemonsets, namespace=NAMESPACE)}
+            for name in wanted.values():
+                ds = live[name]
+                status = ds.get("status") or {}
+                if (ds["spec"]["template"]["spec"].get("tolerations") != alone
+                        or status.get("observedGeneration") != ds["metadata"]["generation"]
+                        or status.get("desiredNumberScheduled") != len(ai_ml_gpu)):
+                    return False
+            return scheduled(kube, [wanted["state-device-plugin"]], ai_ml_gpu)
+        try:
+            wait_for(narrowed, timeout=180, interval=1,
+                     what="the operator's DaemonSets wanted on the ai-ml GPU nodes %s alone" % ai_ml_gpu)
+        except AssertionError as err:
+            states = {ds["metadata"]["name"]: (ds.get("status"), ds["spec"]["template"]["spec"].get("tolerations"))
+                      for ds in kube.list(daemonsets, namespace=NAMESPACE)}
+            raise AssertionError("%s\n%s\ngpu-operator log:\n%s" % (err, states, operator.tail(1500))) from None
     finally:
+        operator.stop()
         for ds in kube.list(daemonsets, namespace=NAMESPACE):
             kube.delete(daemonsets, ds["metadata"]["name"], NAMESPACE)
         for name in made:
