@@ -245,7 +245,10 @@ def _role_defaults(role, variables):
 
     import yaml
     from ansible.parsing.dataloader import DataLoader
-    from ansible.template import Templar, trust_as_template
+    from ansible import template as ansible_template
+    from ansible.template import Templar
+    # ansible-core 2.18 (the ansible-operator image's) has no trust_as_template: every string is a template
+    trust_as_template = getattr(ansible_template, "trust_as_template", lambda value: value)
 
     def trust(value):
         if isinstance(value, str):
