@@ -8,7 +8,7 @@ __metaclass__ = type
 
 from ansible.utils.display import Display
 
-from ansible_collections.kfocp.kubeflow.plugins.module_utils import releases
+from ansible_collections.kfocp.kubeflow.plugins.module_utils import releases, settings
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import manifests
 from ansible_collections.kfocp.kubeflow.plugins.plugin_utils.filters import as_filter as _wrap
 
@@ -31,4 +31,5 @@ class FilterModule(object):
             "components_plan": _wrap(releases.plan),
             "components_select": _wrap(manifests.select),
             "components_assemble": _wrap(components_assemble),
+            "components_settings": _wrap(settings.components_settings),
         }

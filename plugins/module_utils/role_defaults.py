@@ -9,7 +9,7 @@ operator's CRD is generated from the argument specs, which hold the same values.
 tests/unit/test_role_settings.py fails when a role default, an argument spec default, or a
 builder's or the fast path's own default differs from these, or when another copy appears.
 
-The components role is not here yet: its catalog is release data (module_utils/components.py).
+The components role's catalog of each Kubeflow release is release data (module_utils/releases.py).
 """
 from __future__ import absolute_import, division, print_function
 
@@ -197,6 +197,54 @@ DEFAULTS = {
                             "allow_from": [{"policy-group.network.openshift.io/ingress": ""},
                                            {"network.openshift.io/policy-group": "monitoring"},
                                            {"policy-group.network.openshift.io/host-network": ""}]},
+    },
+    "components": {
+        "components_state": "present",
+        "components_source": "git",
+        "components_git_url": "https://github.com/kubeflow/manifests.git",
+        "components_git_ref": "26.03",
+        "components_release": "",
+        "components_dir": "",
+        "components_tarball": "",
+        "components_subdir": "",
+        "components_kubectl": "",
+        "components_timeout": 600,
+        "components_remote_bases": {},
+        "components_components": {},
+        "components_catalog": {},
+        "components_namespace": "kubeflow",
+        "components_dashboard_logout_url": "/oauth/sign_out",
+        "components_profile_principals": None,
+        "components_take_over": [],
+        "components_api_versions": {"networking.istio.io/VirtualService": "v1beta1",
+                                    "networking.istio.io/Gateway": "v1beta1",
+                                    "networking.istio.io/DestinationRule": "v1beta1",
+                                    "security.istio.io/AuthorizationPolicy": "v1"},
+        "components_render_dir": "",
+        "components_mirror_enabled": False,
+        "components_image_prefixes": {},
+        "components_image_digests": {},
+        "components_mirror_file": "",
+        "components_sidecar_enabled": True,
+        "components_mesh_member": True,
+        "components_sidecar_namespaces": [],
+        "components_sidecar_revision": "",
+        "components_sidecar_authservice": [],
+        "components_sidecar_exclude": [],
+        "components_vs_enabled": False,
+        "components_vs_gateway": "",
+        "components_vs_hosts": [],
+        "components_vs_export_to": [],
+        "components_metadata_envoy_enabled": True,
+        "components_metadata_envoy_base_id": 1,
+        "components_metadata_envoy_config": "/etc/envoy.yaml",
+        "components_argo_external": False,
+        "components_argo_s3": {},
+        "components_scc_enabled": True,
+        "components_scc_uid_range": {},
+        "components_pod_security": "auto",
+        "components_profile_pod_security": "",
+        "components_no_log": True,
     },
     "data_lake": {
         "data_lake_enabled": False,

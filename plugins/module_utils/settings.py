@@ -28,6 +28,8 @@ UPSTREAM_GATEWAY_PRINCIPAL = "cluster.local/ns/istio-system/sa/istio-ingressgate
 # Upstream Kubeflow runs the pipelines UI as this service account in the components' namespace.
 PIPELINES_UI_ACCOUNT = "ml-pipeline-ui"
 COMPONENTS_NAMESPACE = "kubeflow"
+# ... and its notebook controller as this one, whose kernel checks the profile controller admits.
+NOTEBOOK_CONTROLLER_ACCOUNT = "notebook-controller-service-account"
 # Settings of the play (not of one role) that the builders read.
 PLAY_DEFAULTS = {"kfocp_instance": "kfocp"}
 # The role's variables that are booleans or numbers: an inventory may give them as text.
@@ -95,6 +97,39 @@ def pipelines_ui_principal(variables):
     """The principal of the pipelines UI the components role runs in components_namespace."""
     return "cluster.local/ns/%s/sa/%s" % (variables.get("components_namespace") or COMPONENTS_NAMESPACE,
                                           PIPELINES_UI_ACCOUNT)
+
+
+def profile_principals(variables):
+    """The principals the components role gives the profile controller (components_profile_principals,
+    its ISTIO_INGRESS_GATEWAY_PRINCIPAL, KFP_UI_PRINCIPAL and NOTEBOOK_CONTROLLER_PRINCIPAL): the
+    gateway's, the pipelines UI's and the notebook controller's in components_namespace, each
+    replaced by a key given ("" keeps upstream's). A value that is not a mapping is given on as it
+    is, for the builder to name."""
+    given = variables.get("components_profile_principals")
+    if given is not None and not isinstance(given, dict):
+        return given
+    out = {"ISTIO_INGRESS_GATEWAY_PRINCIPAL": gateway_principal(variables),
+           "KFP_UI_PRINCIPAL": pipelines_ui_principal(variables),
+           "NOTEBOOK_CONTROLLER_PRINCIPAL": "cluster.local/ns/%s/sa/%s" % (
+               variables.get("components_namespace") or COMPONENTS_NAMESPACE, NOTEBOOK_CONTROLLER_ACCOUNT)}
+    out.update(given or {})
+    return out
+
+
+def profile_pod_security(variables):
+    """The Pod Security level of the profile namespaces the profile controller creates
+    (components_profile_pod_security): the namespace_policies role's level unless given (None or "")."""
+    value = variables.get("components_profile_pod_security")
+    if value:
+        return value
+    level = variables.get("namespace_policies_pod_security")
+    return default("namespace_policies", "namespace_policies_pod_security") if level is None else level
+
+
+def components_settings(variables):
+    """What the components role derives from the play before its module sees it."""
+    return {"components_profile_principals": profile_principals(variables),
+            "components_profile_pod_security": profile_pod_security(variables)}
 
 
 def _authz_principals(variables):

@@ -11,13 +11,10 @@ import types
 from pathlib import Path
 
 import pytest
-import yaml
 
 import standins
-from ansible.parsing.dataloader import DataLoader
-from ansible import template as ansible_template
-from ansible.template import Templar
 
+from ansible_collections.kfocp.kubeflow.plugins.module_utils import settings as role_settings
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import mesh, profiles, self_service
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.objects import DefinitionError
 
@@ -25,10 +22,6 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "operator"))
 
 from kfocp_operator import fastpath  # noqa: E402
-
-# ansible-core 2.19 renders only strings marked trusted; in 2.18 (the ansible-operator image's) every
-# string is a template, and there is no trust_as_template.
-trust_as_template = getattr(ansible_template, "trust_as_template", lambda value: value)
 
 
 def configured(variables, instance="kf"):
@@ -44,15 +37,12 @@ def configured(variables, instance="kf"):
 
 
 def kfam_env(variables):
-    """The principals the components role gives KFAM in a site.yml run with these variables: its
-    defaults rendered by Ansible, with the gateway the service_mesh role tells the play about."""
-    defaults = yaml.safe_load((ROOT / "roles/components/defaults/main.yml").read_text())
-    raw = defaults["components_profile_principals"]
+    """The principals the components role gives KFAM in a site.yml run with these variables (its
+    components_settings filter), with the gateway the service_mesh role tells the play about."""
     mesh_input = dict((key[len("service_mesh_"):], value) for key, value in variables.items()
                       if key.startswith("service_mesh_"))
-    play = dict(variables, service_mesh_gateway_info=mesh.gateway_info(mesh_input),
-                components_namespace=variables.get("components_namespace", defaults["components_namespace"]))
-    return Templar(loader=DataLoader(), variables=play).template(dict((k, trust_as_template(v)) for k, v in raw.items()))
+    play = dict(variables, service_mesh_gateway_info=mesh.gateway_info(mesh_input))
+    return role_settings.components_settings(play)["components_profile_principals"]
 
 
 def access_policy(settings, user="bob"):

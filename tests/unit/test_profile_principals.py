@@ -73,15 +73,10 @@ def test_the_default_principals_name_the_accounts_this_installs_components_run_a
     import yaml
     import standins
     from ansible_collections.kfocp.kubeflow.plugins.module_utils import authz
-    from ansible.parsing.dataloader import DataLoader
-    from ansible import template as ansible_template
-    from ansible.template import Templar
-    # ansible-core 2.18 (the ansible-operator image's) has no trust_as_template: every string is a template
-    trust_as_template = getattr(ansible_template, "trust_as_template", lambda value: value)
+    from ansible_collections.kfocp.kubeflow.plugins.module_utils import settings
     root = Path(__file__).resolve().parents[2]
-    raw = yaml.safe_load((root / "roles/components/defaults/main.yml").read_text())["components_profile_principals"]
-    env = Templar(loader=DataLoader(), variables={"components_namespace": "kf", "service_mesh_gateway_info": {
-        "principal": GATEWAY}}).template(dict((k, trust_as_template(v)) for k, v in raw.items()))
+    env = settings.components_settings({"components_namespace": "kf", "service_mesh_gateway_info": {
+        "principal": GATEWAY}})["components_profile_principals"]
     tree = root / "tests/fixtures/manifests/applications/jupyter/notebook-controller/upstream/overlays/kubeflow"
     account = [d for d in yaml.safe_load_all((tree / "deployment.yaml").read_text())
                if d["kind"] == "Deployment"][0]["spec"]["template"]["spec"]["serviceAccountName"]

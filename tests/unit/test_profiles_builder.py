@@ -274,8 +274,8 @@ def test_contributors_are_admitted_from_the_principals_kfam_is_given(flavour):
         settings["external"] = {"namespace": "mesh-team", "gateway": "edge", "service_account": "edge-sa"}
     info = mesh.gateway_info(settings)
     play = {"service_mesh_gateway_info": info, "components_namespace": "kf"}
-    env = _role_defaults("components", play)["components_profile_principals"]
     from ansible_collections.kfocp.kubeflow.plugins.module_utils import settings as role_settings
+    env = role_settings.components_settings(play)["components_profile_principals"]
     settings = role_settings.resolve("profiles", dict(_role_defaults("profiles", play), **play))
     ours = by_kind(profiles._user_access("team-a", "bob@example.com", "edit", settings),  # pylint: disable=protected-access
                    "AuthorizationPolicy")

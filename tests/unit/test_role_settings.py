@@ -50,8 +50,8 @@ def templated(value):
     return False
 
 
-def test_every_role_but_components_has_its_defaults_in_one_place():
-    assert sorted(ALL_ROLES) == sorted(p.name for p in (ROOT / "roles").iterdir() if p.is_dir() and p.name != "components")
+def test_every_role_has_its_defaults_in_one_place():
+    assert sorted(ALL_ROLES) == sorted(p.name for p in (ROOT / "roles").iterdir() if p.is_dir())
 
 
 @pytest.mark.parametrize("role", ALL_ROLES)
@@ -227,3 +227,28 @@ def test_booleans_given_as_text_are_read_as_ansible_reads_them():
     assert settings.resolve("profiles", {"profiles_auto_from_users": "yes"})["profiles_auto_from_users"] is True
     assert settings.resolve("namespace_policies", {"namespace_policies_serverless": "false"})[
         "namespace_policies_serverless"] is False
+
+
+@pytest.mark.parametrize("play, principals", [
+    ({}, {"ISTIO_INGRESS_GATEWAY_PRINCIPAL": settings.UPSTREAM_GATEWAY_PRINCIPAL,
+          "KFP_UI_PRINCIPAL": "cluster.local/ns/kubeflow/sa/ml-pipeline-ui",
+          "NOTEBOOK_CONTROLLER_PRINCIPAL": "cluster.local/ns/kubeflow/sa/notebook-controller-service-account"}),
+    ({"service_mesh_gateway_info": {"principal": "cluster.local/ns/kubeflow-mesh/sa/gw"}, "components_namespace": "ml",
+      "components_profile_principals": {"NOTEBOOK_CONTROLLER_PRINCIPAL": ""}},
+     {"ISTIO_INGRESS_GATEWAY_PRINCIPAL": "cluster.local/ns/kubeflow-mesh/sa/gw",
+      "KFP_UI_PRINCIPAL": "cluster.local/ns/ml/sa/ml-pipeline-ui", "NOTEBOOK_CONTROLLER_PRINCIPAL": ""}),
+])
+def test_the_profile_controllers_principals_are_the_ones_the_contributor_policies_name(play, principals):
+    """The components role's principals come from the same derivation as the profiles role's
+    contributor policies: the gateway's and the pipelines UI's."""
+    derived = settings.components_settings(play)
+    assert derived["components_profile_principals"] == principals
+    authz = settings.resolve("profiles", play)["profiles_authz_principals"]
+    assert [derived["components_profile_principals"][k] for k in ("ISTIO_INGRESS_GATEWAY_PRINCIPAL", "KFP_UI_PRINCIPAL")] == authz
+
+
+def test_the_profile_namespaces_level_is_namespace_policies_unless_given():
+    assert settings.profile_pod_security({}) == role_defaults.DEFAULTS["namespace_policies"]["namespace_policies_pod_security"]
+    assert settings.profile_pod_security({"namespace_policies_pod_security": "restricted"}) == "restricted"
+    assert settings.profile_pod_security({"namespace_policies_pod_security": "restricted",
+                                         "components_profile_pod_security": "none"}) == "none"
