@@ -739,7 +739,8 @@ def table(rows):
             out += ["render case, %s: skipped (%s)" % (weight, some[0]["skipped"]), ""]
             continue
         head = "| render case, %s %s (%d objects, %d CRDs, %.1f MB) | total (s) | %s | load |" % (
-            weight, "tree" if weight in UPSTREAM_TREES else "weight", some[0]["objects"], some[0]["crds"], some[0].get("mb", 0), " | ".join("%s (s)" % k for k in STAGES))
+            weight, "tree" if weight in UPSTREAM_TREES else "weight", some[0]["objects"], some[0]["crds"],
+            some[0].get("mb", 0), " | ".join("%s (s)" % k for k in STAGES))
         out += [head, "|---|---:|%s---:|" % ("---:|" * len(STAGES))]
         for r in some:
             if "error" in r:

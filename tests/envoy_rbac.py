@@ -97,8 +97,8 @@ def header_match(config, headers):
 def _ip_match(cidr, request):
     if not request.get("ip"):
         raise Undecided("an IP matcher, and the request has no ip")
-    network = ipaddress.ip_network("%s/%s" % (cidr["address_prefix"], cidr.get("prefix_len", 32 if ":" not in
-                                                                                 cidr["address_prefix"] else 128)),
+    full = 128 if ":" in cidr["address_prefix"] else 32
+    network = ipaddress.ip_network("%s/%s" % (cidr["address_prefix"], cidr.get("prefix_len", full)),
                                    strict=False)
     return ipaddress.ip_address(request["ip"]) in network
 

@@ -19,7 +19,7 @@ __metaclass__ = type
 import copy
 
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import mesh
-from ansible_collections.kfocp.kubeflow.plugins.module_utils.role_defaults import DEFAULTS, QUOTA, RESERVED  # noqa: F401
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.role_defaults import DEFAULTS
 
 ROLES = ("profiles", "profile_self_service", "scc", "namespace_policies")
 # The principal of upstream Kubeflow's ingress gateway (istio-system), when no service_mesh role

@@ -11,7 +11,8 @@ from ansible.parsing.dataloader import DataLoader
 
 from ansible_collections.kfocp.kubeflow.plugins.module_utils import client
 from helpers import ROOT
-from test_ansible_operator_source import source  # noqa: F401 (the module's directory, a fixture)
+# the module's directory, a fixture
+from test_ansible_operator_source import source  # noqa: F401  # pylint: disable=unused-import
 
 WATCHES = yaml.safe_load((ROOT / "operator" / "watches.yaml").read_text())
 DOCKERFILE = (ROOT / "operator" / "Dockerfile.ansible-operator").read_text()
@@ -113,8 +114,8 @@ def test_the_proxy_injects_owners_only_into_creates_and_kfocp_applies(source):  
     Recorder().apply(res, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "n"}}, "kfocp")
     assert calls == [("PATCH", "/api/v1/namespaces/n/configmaps/c", "application/apply-patch+yaml")]
     states = []
-    for path in list((ROOT / "roles").glob("*/tasks/*.yml")) + [ROOT / "playbooks" / "site.yml",
-                                                                  ROOT / "playbooks" / "uninstall.yml"]:
+    playbooks = [ROOT / "playbooks" / "site.yml", ROOT / "playbooks" / "uninstall.yml"]
+    for path in list((ROOT / "roles").glob("*/tasks/*.yml")) + playbooks:
         text = yaml.safe_load(path.read_text()) or []
         stack = list(text)
         while stack:

@@ -73,7 +73,7 @@ def _envoy(workload, request):
 def disagreements(policies, cases, root):
     """[(namespace, labels, request, authz.py's verdict, Istio's and Envoy's)] where they differ;
     `cases`: [(namespace, labels, [request])]. Istio's validation must accept every policy."""
-    workloads, invalid = judges.istio_authz_workloads(policies, [(ns, labels) for ns, labels, _ in cases], root)
+    workloads, invalid = judges.istio_authz_workloads(policies, [(ns, labels) for ns, labels, _requests in cases], root)
     assert invalid == {}, "Istio's validation refuses: %s" % invalid
     out = []
     for (namespace, labels, reqs), workload in zip(cases, workloads):

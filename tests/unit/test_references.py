@@ -227,8 +227,8 @@ def test_a_reference_left_in_upstreams_namespace_after_a_move_is_reported():
 # ---------------------------------------------------------------- what is not a reference
 
 def _objects(*more):
-    base = [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kubeflow",
-                                                                  "labels": {"istio-injection": "enabled"}}},
+    base = [{"apiVersion": "v1", "kind": "Namespace",
+             "metadata": {"name": "kubeflow", "labels": {"istio-injection": "enabled"}}},
             {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "api", "namespace": "kubeflow"},
              "spec": {"selector": {"app": "api"}}},
             {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "api", "namespace": "kubeflow"},

@@ -57,8 +57,8 @@ def test_the_remote_bases_of_each_release_are_those_its_catalog_names(release, t
 def test_the_releases_and_commits_are_those_of_the_upstream_readme():
     text = (UPSTREAM / "README.md").read_text()
     for release in releases.SUPPORTED:
-        row = re.search(r"^\| `kubeflow-manifests-%s\.tar\.gz` \| %s \| ([0-9a-f]{40}) \|" % (re.escape(release),
-                                                                                      re.escape(release)), text, re.M)
+        pattern = r"^\| `kubeflow-manifests-%s\.tar\.gz` \| %s \| ([0-9a-f]{40}) \|" % (re.escape(release), re.escape(release))
+        row = re.search(pattern, text, re.M)
         assert row and row.group(1) == releases.RELEASES[release]["commit"], release
         assert releases.RELEASES[release]["date"] in text
 
@@ -86,8 +86,8 @@ def test_the_release_comes_from_the_ref_or_the_setting_and_the_catalog_follows_i
     assert chosen["components"] == dict((name, "managed") for name in chosen["catalog"])
     # a catalog of the user's wins, and then a tree of unknown release is accepted
     own = {"example": ["example"]}
-    assert releases.plan({"source": "dir", "catalog": own}) == {"release": None, "catalog": own,
-                                                               "components": {"example": "managed"}}
+    expected = {"release": None, "catalog": own, "components": {"example": "managed"}}
+    assert releases.plan({"source": "dir", "catalog": own}) == expected
     assert releases.plan({"source": "git", "git_ref": "main", "release": "v1.11.0"})["release"] == "v1.11.0"
 
 
@@ -96,8 +96,8 @@ def test_the_release_comes_from_the_ref_or_the_setting_and_the_catalog_follows_i
     ({"source": "tarball", "release": "v1.9.1"}, "components_release: 'v1.9.1' is not a Kubeflow release kfocp "
                                                  "supports. Use one of v1.10.2, v1.11.0, 26.03"),
     ({"source": "tarball"}, "components_release: is required with components_source: tarball"),
-    ({"source": "git", "git_ref": "v1.11.0", "release": "26.03"}, "components_release: is 26.03, but "
-                                                                   "components_git_ref checks out v1.11.0"),
+    ({"source": "git", "git_ref": "v1.11.0", "release": "26.03"},
+     "components_release: is 26.03, but components_git_ref checks out v1.11.0"),
 ])
 def test_an_unsupported_or_missing_release_is_refused_naming_the_field(params, message):
     with pytest.raises(DefinitionError) as err:

@@ -308,8 +308,8 @@ ENVOY_HEADER_METHODS = {"get", "getAtIndex", "getNumValues", "add", "replace", "
 
 def test_the_lua_code_calls_only_envoys_header_methods_with_lower_case_names():
     calls = re.findall(r"headers:(\w+)\(([^,)]*)", LUA)
-    assert calls and set(name for name, _ in calls) <= ENVOY_HEADER_METHODS
-    literals = [arg.strip().strip('"') for _, arg in calls if arg.strip().startswith('"')]
+    assert calls and set(name for name, _arg in calls) <= ENVOY_HEADER_METHODS
+    literals = [arg.strip().strip('"') for _name, arg in calls if arg.strip().startswith('"')]
     assert literals and all(name == name.lower() for name in literals)
 
 

@@ -25,12 +25,13 @@ import re
 
 from ansible_collections.kfocp.kubeflow.plugins.module_utils import objects as o
 from ansible_collections.kfocp.kubeflow.plugins.module_utils import settings as role_settings
+from ansible_collections.kfocp.kubeflow.plugins.module_utils import role_defaults
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.common import group_name, quantity, require, role_binding
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.common import qualified_name
 
 # The role's defaults are its contract's (module_utils/settings.py): this is that mapping, not a copy.
 DEFAULTS = role_settings.DEFAULTS["profiles"]
-RESERVED = role_settings.RESERVED
+RESERVED = role_defaults.RESERVED
 
 PROFILE_API = "kubeflow.org/v1"
 AUTHZ_API = "security.istio.io/v1"

@@ -37,7 +37,6 @@ SERVING_NAMESPACE = "knative-serving"
 INGRESS_SUFFIX = "-ingress"
 
 
-
 def _mesh_defaults():
     """The serverless role's serverless_mesh default (role_defaults imports this module)."""
     from ansible_collections.kfocp.kubeflow.plugins.module_utils import role_defaults
