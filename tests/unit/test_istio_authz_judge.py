@@ -18,6 +18,7 @@ from ansible_collections.kfocp.kubeflow.plugins.module_utils import authz
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import mesh
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import profiles
 from cluster import ClusterError, build_istio_judge
+from test_authz import policy
 
 from test_upstream_renders import FLAVOURS, RELEASES, UPSTREAM_PRINCIPAL, UPSTREAM_ROOT, assembled, \
     gateway_paths, needs_upstream, render
@@ -128,16 +129,6 @@ def test_a_profiles_policies_decide_as_istio_and_envoy_do(which):
 
 
 # ---------------------------------------------------------------- Istio's documented rules, one by one
-
-def policy(name, namespace, rules=None, action=None, selector=None):
-    spec = {"rules": rules} if rules is not None else {}
-    if action:
-        spec["action"] = action
-    if selector:
-        spec["selector"] = {"matchLabels": selector}
-    return {"apiVersion": "security.istio.io/v1", "kind": "AuthorizationPolicy",
-            "metadata": {"name": name, "namespace": namespace}, "spec": spec}
-
 
 GATEWAY = GATEWAYS[0]
 RULE_SETS = {
