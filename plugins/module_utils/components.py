@@ -32,9 +32,12 @@ def render(client, check_mode=False, **params):
     built = time.monotonic()
     assembled = manifests.assemble(rendered, params.get("adapt") or {})
     objects = injected_ca_bundles(assembled.pop("objects"))
-    if params.get("release"):
-        objects.append(releases.record(params["release"], (params.get("adapt") or {}).get("namespace") or "kubeflow",
-                                       releases.RELEASES[params["release"]]["commit"]))
+    namespace = (params.get("adapt") or {}).get("namespace") or "kubeflow"
+    # recorded where the components live: a selection with nothing in that namespace has no release there
+    if params.get("release") and any((o.get("metadata") or {}).get("namespace") == namespace or
+                                     (o.get("kind") == "Namespace" and o["metadata"].get("name") == namespace)
+                                     for o in objects):
+        objects.append(releases.record(params["release"], namespace, releases.RELEASES[params["release"]]["commit"]))
     timing = {"render": round(built - started, 3), "adapt": round(time.monotonic() - built, 3)}
     return objects, {"assembled": assembled, "source": info, "counts": counts, "timing": timing}
 

@@ -116,7 +116,7 @@ def test_operator_runs_leave_no_secret_in_artifacts_log_events_or_status(kfocp_o
                 serviceMeshFlavour="external",
                 serviceMeshExternal={"namespace": mesh, "gateway": "istio-ingressgateway", "api": "ossm2"},
                 authHost="kubeflow.apps.secrets.example.com", authClientId=name,
-                componentsSource="dir", componentsDir=FIXTURE, componentsNamespace=components,
+                componentsSource="dir", componentsDir=FIXTURE, componentsRelease="v1.10.2", componentsNamespace=components,
                 componentsComponents={"pipelines": "managed"}, componentsArgoExternal=True,
                 componentsArgoS3={"endpoint": "s3.example.com", "bucket": "pipelines", "secret": "artifact-store"})
     try:
