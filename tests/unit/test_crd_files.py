@@ -371,7 +371,14 @@ def test_seed_sccs_validate_against_crd():
 def test_seed_scc_clusterroles():
     docs = load_docs(os.path.join(SEED_DIR, "scc-clusterroles.yaml"))
     roles = {d["metadata"]["name"]: d for d in docs if d["kind"] == "ClusterRole"}
-    assert set(roles) == {f"system:openshift:scc:{n}" for n in SEEDED_SCCS}
+    # the seeded SCCs', and those of the SCCs 4.17 and 4.20 add (hack/seed/sccs-4.<minor>.yaml)
+    later = {"hostmount-anyuid-v2", "restricted-v3", "nested-container"}
+    shipped = set()
+    for minor in range(14, 21):
+        shipped |= {d["metadata"]["name"] for d in load_docs(os.path.join(SEED_DIR, "sccs-4.%d.yaml" % minor))
+                    if d["kind"] == "SecurityContextConstraints"}
+    assert later <= shipped
+    assert set(roles) == {f"system:openshift:scc:{n}" for n in SEEDED_SCCS | later}
     for name, role in roles.items():
         scc = name.rsplit(":", 1)[1]
         assert role["metadata"]["annotations"]["rbac.authorization.kubernetes.io/autoupdate"] == "true"
