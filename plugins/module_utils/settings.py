@@ -93,10 +93,14 @@ def gateway_principal(variables):
     return info.get("principal") or UPSTREAM_GATEWAY_PRINCIPAL
 
 
+def _components_account(variables, account):
+    """The principal of a service account of the components role, in components_namespace."""
+    return "cluster.local/ns/%s/sa/%s" % (variables.get("components_namespace") or COMPONENTS_NAMESPACE, account)
+
+
 def pipelines_ui_principal(variables):
     """The principal of the pipelines UI the components role runs in components_namespace."""
-    return "cluster.local/ns/%s/sa/%s" % (variables.get("components_namespace") or COMPONENTS_NAMESPACE,
-                                          PIPELINES_UI_ACCOUNT)
+    return _components_account(variables, PIPELINES_UI_ACCOUNT)
 
 
 def profile_principals(variables):
@@ -110,8 +114,7 @@ def profile_principals(variables):
         return given
     out = {"ISTIO_INGRESS_GATEWAY_PRINCIPAL": gateway_principal(variables),
            "KFP_UI_PRINCIPAL": pipelines_ui_principal(variables),
-           "NOTEBOOK_CONTROLLER_PRINCIPAL": "cluster.local/ns/%s/sa/%s" % (
-               variables.get("components_namespace") or COMPONENTS_NAMESPACE, NOTEBOOK_CONTROLLER_ACCOUNT)}
+           "NOTEBOOK_CONTROLLER_PRINCIPAL": _components_account(variables, NOTEBOOK_CONTROLLER_ACCOUNT)}
     out.update(given or {})
     return out
 

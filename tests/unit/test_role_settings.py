@@ -156,16 +156,19 @@ def _short_copies(path, role):
             nested |= set(k for k in value if isinstance(k, str))
     names = keys | nested
 
+    tree = ast.parse((ROOT / path).read_text())
+    # module constants bound to a value read from role_defaults
+    from_defaults = set(ast.unparse(n.targets[0]) for n in tree.body
+                        if isinstance(n, ast.Assign) and "defaults" in ast.unparse(n.value).lower())
+
     def empty(node):
         if isinstance(node, ast.Constant) and node.value in (None, "", 0, False):
             return True
         if isinstance(node, (ast.List, ast.Dict, ast.Tuple)) and not (getattr(node, "elts", None) or getattr(node, "keys", None)):
             return True
-        if isinstance(node, ast.Name) and not node.id.isupper():
-            return True  # a variable: a parameter, or a value read from role_defaults above
+        if isinstance(node, ast.Name) and (not node.id.isupper() or node.id in from_defaults):
+            return True  # a variable (a parameter, or a value read from role_defaults above) or such a constant
         return "defaults" in ast.unparse(node).lower()
-
-    tree = ast.parse((ROOT / path).read_text())
     # the mesh builder's NESTED is the one place of the service_mesh role's nested settings
     tree.body = [n for n in tree.body if not (isinstance(n, ast.Assign) and ast.unparse(n.targets[0]) == "NESTED")]
     found = []

@@ -256,7 +256,7 @@ def objects(params):
     GPU MachineSets. `params`: operators, machinesets, live_machinesets, cloud, instance_type_fields,
     nfd_namespace (the NodeFeatureDiscovery's namespace, created when missing), live_operator_groups
     (the cluster's OperatorGroups), openshift (the cluster's OpenShift minor)."""
-    fields = params.get("instance_type_fields") or _DEFAULTS["gpu_instance_type_fields"]
+    fields = params.get("instance_type_fields") or INSTANCE_TYPE_FIELDS
     operators = olm.objects(params.get("operators") or [], "gpu_operators", params.get("live_operator_groups"),
                             params.get("openshift") or None)
     nfd_ns = params.get("nfd_namespace")
