@@ -926,16 +926,24 @@ def namespace_ranges(namespace):
     return uids, (blocks if blocks and all(blocks) else None)
 
 
+def namespace_level(namespace):
+    """The SELinux level of a Namespace object, its annotation openshift.io/sa.scc.mcs
+    (sccmatching/matcher.go getPreallocatedLevel), or None where it is unset or empty."""
+    annotations = ((namespace or {}).get("metadata") or {}).get("annotations") or {}
+    return annotations.get(scc_policies.MCS_ANNOTATION) or None
+
+
 def scc_admit(sccs, pod, usable, namespace=None):
     """The SCC SCC admission admits `pod` under, as openshift/apiserver-library-go does it (the same
     from release-4.14, 6bfafa97, to release-4.21, a8019f39): sccadmission/admission.go listSortedSCCs
     lists the SCC the pod pins with openshift.io/required-scc alone, else every SCC, sorted by
     sccsort.ByPriority; computeSecurityContext skips those `usable(name)` is false for and takes the
     first whose strategies admit the pod, field by field (scc_policies.refusals on the SCC's own
-    fields, with the namespace's ranges). `sccs` are SCC objects, `namespace` the pod's Namespace;
-    where it has no range annotations (OpenShift's namespace controller always sets them) a fixed
-    UID or group is taken to be outside, as SCC derivation takes it. Raises AssertionError with
-    every SCC's reason when none admits it."""
+    fields, with the namespace's ranges and SELinux level). `sccs` are SCC objects, `namespace` the
+    pod's Namespace; where it has no range or openshift.io/sa.scc.mcs annotations (OpenShift's
+    namespace controller always sets them, and admission fails without them) a fixed UID or group is
+    taken to be outside, and a SELinux level the pod sets to differ, as SCC derivation takes them.
+    Raises AssertionError with every SCC's reason when none admits it."""
     meta = pod["metadata"]
     required = (meta.get("annotations") or {}).get(scc_policies.REQUIRED_SCC_ANNOTATION)
     if required:
@@ -944,6 +952,7 @@ def scc_admit(sccs, pod, usable, namespace=None):
             raise AssertionError("SCC admission refuses %s/%s: failed to retrieve the required SCC %r" % (
                 meta.get("namespace"), meta.get("name"), required))
     uid_range, group_range = namespace_ranges(namespace)
+    level = namespace_level(namespace)
     reasons = []
     for scc in scc_admission_order(sccs):
         name = scc["metadata"]["name"]
@@ -951,7 +960,7 @@ def scc_admit(sccs, pod, usable, namespace=None):
             reasons.append("%s: not usable by user or serviceaccount" % name)
             continue
         refused = scc_policies.refusals(scc_policies.strategies(scc), pod.get("spec") or {}, uid_range, group_range,
-                                        meta.get("annotations"))
+                                        meta.get("annotations"), selinux_level=level)
         if not refused:
             return name
         reasons.append("%s: %s" % (name, "; ".join("%s %s" % item for item in refused)))

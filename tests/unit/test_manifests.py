@@ -623,7 +623,9 @@ _CTX = st.fixed_dictionaries({}, optional={"runAsUser": st.sampled_from([0, 999,
 @given(st.lists(st.tuples(st.sampled_from(["a", "b", "c"]), _CTX, st.booleans(), st.sampled_from([None, 185])),
                 max_size=8))
 def test_derive_scc_property(pods):
-    """Each account's grant admits every pod of it, and no SCC before it in the order does."""
+    """Each account's grant, with restricted-v2 (every authenticated user's), admits every pod of it
+    (admission admits a pod under any SCC the account may use that admits it), and no SCC before it
+    in the order does."""
     objs = [deployment("w%d" % i, sa=sa, ctx=ctx, volumes=HOSTPATH if host else None,
                        pod_ctx={"fsGroup": fs} if fs else None) for i, (sa, ctx, host, fs) in enumerate(pods)]
     grants = m.derive_scc(objs, uid_range=RANGE)
@@ -632,9 +634,13 @@ def test_derive_scc_property(pods):
     for sa in set(p[0] for p in pods):
         specs = [m.pod_spec(o) for o in objs if m.pod_spec(o)["serviceAccountName"] == sa]
         scc = by_sa.get(sa, "restricted-v2")
-        assert all(scc_policies.refusals(scc, spec, RANGE) == [] for spec in specs)
+
+        def admitted(spec, usable):
+            return any(scc_policies.refusals(name, spec, RANGE) == [] for name in usable)
+
+        assert all(admitted(spec, ("restricted-v2", scc)) for spec in specs)
         for lower in scc_policies.ORDER[:scc_policies.ORDER.index(scc)]:
-            assert any(scc_policies.refusals(lower, spec, RANGE) for spec in specs)
+            assert not all(admitted(spec, ("restricted-v2", lower)) for spec in specs)
 
 
 # ---------------------------------------------------------------- the whole pipeline on the fixture tree

@@ -846,18 +846,22 @@ def external_argo(objs, s3, configmap="workflow-controller-configmap", argo_obje
 
 # ---------------------------------------------------------------- SCC derivation
 
-def derive_scc(objs, uid_range=None, openshift=None):
+def derive_scc(objs, uid_range=None, openshift=None, selinux_level=None):
     """The least privileged SCC each service account needs, from its pods' whole security context.
 
     Every workload's pod spec is checked against the SCC strategies OpenShift ships
     (scc_policies: restricted-v2, nonroot-v2, anyuid, hostmount-anyuid, hostnetwork-v2,
-    privileged, least privileged first, in SCC admission's own order); an account gets the first SCC that admits all its pods.
+    privileged, least privileged first, in SCC admission's own order); an account gets the first SCC
+    that, with the SCCs every authenticated user may use, admits all its pods (admission admits a pod
+    under any SCC the account may use that admits it).
     `openshift` is the cluster's OpenShift minor (kfocp_openshift): its own default SCCs
     (scc_policies.model: hostmount-anyuid-v2 from 4.17; restricted-v3, nested-container and image
     volumes from 4.20); None, those every supported version ships.
     `uid_range` ({start, size}) is the namespace's UID range (and group range), which fixed UIDs,
     fsGroups and supplemental groups must fall in for restricted-v2; unknown ({} or None), every
-    fixed value is outside. Returns grants [{namespace, serviceaccount, scc, field, reason}] for
+    fixed value is outside. `selinux_level` is the namespace's SELinux level (its annotation
+    openshift.io/sa.scc.mcs): SELinux options with that level (and no user, role or type) need no
+    grant; unknown, a level set is taken to differ. Returns grants [{namespace, serviceaccount, scc, field, reason}] for
     the accounts that need more than restricted-v2: `field` is the field that forced the SCC (the
     first the SCC just before it refused), `reason` every such field with its workload."""
     if uid_range:
@@ -866,6 +870,9 @@ def derive_scc(objs, uid_range=None, openshift=None):
             require(isinstance(value, int) and not isinstance(value, bool) and value >= 0,
                     "components_scc_uid_range.%s" % key, "must be a non-negative integer",
                     "Copy it from the namespace's openshift.io/sa.scc.uid-range annotation (start/size)")
+    require(selinux_level is None or isinstance(selinux_level, str), "components_scc_selinux_level",
+            "must be a string", "Copy it from the namespace's %s annotation (such as s0:c26,c5)"
+            % scc_policies.MCS_ANNOTATION)
     pods = {}
     for obj in objs:
         spec = pod_spec(obj)
@@ -878,12 +885,15 @@ def derive_scc(objs, uid_range=None, openshift=None):
     grants, model = [], scc_policies.model(openshift or None)
     for (namespace, account), specs in sorted(pods.items()):
         try:
-            scc, refused = scc_policies.least_privileged(specs, uid_range or None, version=openshift or None)
+            scc, refused = scc_policies.least_privileged(specs, uid_range or None, version=openshift or None,
+                                                         selinux_level=selinux_level or None)
         except ValueError as error:
             raise DefinitionError("service account %s/%s: %s" % (namespace, account, error))
         if scc in model.defaults:
             continue
-        before = scc_policies.before(scc, specs, openshift or None)
+        needy = scc_policies.needing_a_grant(specs, uid_range or None, version=openshift or None,
+                                             selinux_level=selinux_level or None)
+        before = scc_policies.before(scc, needy, openshift or None)
         reasons = []
         for label, field, why in refused:
             text = "%s: %s %s" % (label, field, why)
@@ -1216,10 +1226,12 @@ def images_pass(state):
 
 
 def scc_pass(state):
-    """Derive the least privileged SCC of each service account (scc {uid_range, openshift}), and its audit."""
+    """Derive the least privileged SCC of each service account (scc {uid_range, openshift, selinux_level}),
+    and its audit."""
     scc = state.options.get("scc")
     if scc is not None:
-        state.result["grants"] = derive_scc(state.objs, scc.get("uid_range"), scc.get("openshift"))
+        state.result["grants"] = derive_scc(state.objs, scc.get("uid_range"), scc.get("openshift"),
+                                            scc.get("selinux_level"))
         state.result["audit"] = audit_table(state.result["grants"])
 
 
@@ -1288,7 +1300,7 @@ def assemble(rendered, options, passes=PASSES):
     replaces istio-system's gateway in upstream's AuthorizationPolicies), logout_url (the dashboard's
     LOGOUT_URL), mesh_membership (what the
     mesh_membership filter returns for the namespace: its labels and ServiceMeshMember),
-    argo {s3, configmap}, scc {uid_range, openshift}, take_over [Kind/name patterns], render (bool: plain objects
+    argo {s3, configmap}, scc {uid_range, openshift, selinux_level}, take_over [Kind/name patterns], render (bool: plain objects
     for GitOps), kserve_local_gateway_service (KServe's localGatewayService; default Kourier's
     cluster-local Service, "" keeps upstream's).
     """

@@ -14,8 +14,9 @@ verbatim; tests/unit/test_scc_versions.py checks that the models are those files
 strategies against a pod spec the way OpenShift's SCC admission validates it
 (openshift/apiserver-library-go pkg/securitycontextconstraints): privileged containers,
 privilege escalation, added capabilities, host network/PID/IPC and host ports, volume types and
-hostPath, runAsUser (MustRunAsRange, MustRunAsNonRoot, RunAsAny), SELinux, fsGroup (MustRunAs: the
-first value of the namespace's group block only), supplementalGroups (MustRunAs within any of the
+hostPath, runAsUser (MustRunAsRange, MustRunAsNonRoot, RunAsAny), SELinux (MustRunAs: options
+set must be the SCC's, with the namespace's level, openshift.io/sa.scc.mcs, where the SCC gives
+none), fsGroup (MustRunAs: the first value of the namespace's group block only), supplementalGroups (MustRunAs within any of the
 namespace's group blocks), RunAsAny, ranges fixed in the SCC in place of the namespace's,
 userNamespaceLevel (RequirePodLevel: spec.hostUsers must be false), seccomp profiles (the
 fields and the seccomp annotations, which SCC admission still reads) and sysctls: one check per
@@ -25,9 +26,10 @@ checks runAsGroup only under one (newer releases' sccmatching/provider.go, where
 one is RunAsAny), so it never decides.
 
 `least_privileged()` walks ORDER, OpenShift's own order of restrictiveness, and returns the first
-SCC that admits every pod, with the fields that the SCC just before it refused: the fields that
-forced the grant. A pod annotated openshift.io/required-scc (OpenShift 4.14 on) is validated
-against that SCC alone (sccadmission/admission.go listSortedSCCs), so an account with such pods
+SCC that, with the SCCs every authenticated user may use, admits every pod (admission admits a pod
+under any SCC the account may use that admits it, so the grant need only admit the pods the defaults
+refuse), with the fields that the SCC just before it refused: the fields that forced the grant.
+A pod annotated openshift.io/required-scc (OpenShift 4.14 on) is validated against that SCC alone (sccadmission/admission.go listSortedSCCs), so an account with such pods
 needs that SCC and no other. That order is SCC admission's sort by "points" (openshift/apiserver-library-go
 pkg/securitycontextconstraints/util/sort/byrestrictions.go, pointValue): privileged containers
 weigh most, then host ports, host network, host path volumes, other non-trivial volumes, the
@@ -91,9 +93,10 @@ SCCS = {
         "runAsUser": "RunAsAny", "seLinuxContext": "RunAsAny", "fsGroup": "RunAsAny",
         "supplementalGroups": "RunAsAny", "seccompProfiles": ["*"], "allowedUnsafeSysctls": ["*"]},
 }
-# None of the six requires a user namespace or fixes a range: the namespace's ranges apply.
+# None of the six requires a user namespace or fixes a range or SELinux options: the namespace's
+# ranges and SELinux level apply.
 _UNFIXED = {"userNamespaceLevel": "AllowHostLevel", "runAsUserRange": None, "fsGroupRanges": None,
-            "supplementalGroupsRanges": None}
+            "supplementalGroupsRanges": None, "seLinuxOptions": None}
 for _fields in SCCS.values():
     for _key, _value in _UNFIXED.items():
         _fields.setdefault(_key, _value)
@@ -121,7 +124,7 @@ _SCCS_420["restricted-v3"] = dict(
 _SCCS_420["nested-container"] = dict(
     _SCCS_420["restricted-v3"], allowPrivilegeEscalation=True, allowedCapabilities=["SETUID", "SETGID"],
     seccompProfiles=["*"], runAsUserRange=_span(0, 65534), fsGroupRanges=[_span(0, 65534)],
-    supplementalGroupsRanges=[_span(0, 65534)])
+    supplementalGroupsRanges=[_span(0, 65534)], seLinuxOptions={"type": "container_engine_t"})
 
 # What one OpenShift version ships: its SCCs (strategies), the order derivation tries them in (SCC
 # admission's points, least first: hostmount-anyuid-v2 284950; restricted-v3 132010, after
@@ -179,11 +182,15 @@ _STRATEGIES = {"runAsUser": ("MustRunAsRange", "MustRunAsNonRoot", "RunAsAny"), 
 
 
 # The options of a strategy modelled here: runAsUser MustRunAsRange's fixed range, the groups' fixed
-# ranges under MustRunAs, and MustRunAs SELinux options (which, like the namespace's own, are not
-# compared: a pod that sets SELinux options is refused under MustRunAs whatever they are).
+# ranges under MustRunAs, and MustRunAs SELinux options (user, role, type, level; a level left out
+# is the namespace's, openshift.io/sa.scc.mcs).
 _OPTIONS = {("runAsUser", "MustRunAsRange"): ("uidRangeMin", "uidRangeMax"), ("fsGroup", "MustRunAs"): ("ranges",),
             ("supplementalGroups", "MustRunAs"): ("ranges",), ("seLinuxContext", "MustRunAs"): ("seLinuxOptions",)}
 _USER_NAMESPACE_LEVELS = ("AllowHostLevel", "RequirePodLevel")
+_SELINUX_FIELDS = ("user", "role", "type", "level")
+# The namespace annotation SCC admission takes an SCC's SELinux level from when the SCC gives none
+# (openshift/api security/v1 MCSAnnotation; sccmatching/matcher.go getPreallocatedLevel).
+MCS_ANNOTATION = "openshift.io/sa.scc.mcs"
 
 
 def strategies(obj):
@@ -212,6 +219,8 @@ def strategies(obj):
     for key in ("fsGroup", "supplementalGroups"):
         ranges = (obj.get(key) or {}).get("ranges") or []
         out[key + "Ranges"] = [_span(int(r["min"]), int(r["max"])) for r in ranges] or None
+    selinux = (obj.get("seLinuxContext") or {}).get("seLinuxOptions") or {}
+    out["seLinuxOptions"] = dict((key, str(selinux[key])) for key in _SELINUX_FIELDS if selinux.get(key)) or None
     out["userNamespaceLevel"] = obj.get("userNamespaceLevel") or "AllowHostLevel"
     if out["userNamespaceLevel"] not in _USER_NAMESPACE_LEVELS:
         raise ValueError("SCC %s: userNamespaceLevel %s is not modelled here (%s)" % (
@@ -270,10 +279,11 @@ def _volume_type(volume):
 class _Pod:
     """A pod spec under check, with the namespace's ranges its fixed IDs must fall in."""
 
-    __slots__ = ("spec", "context", "annotations", "uid_range", "group_range", "group_blocks")
+    __slots__ = ("spec", "context", "annotations", "uid_range", "group_range", "group_blocks", "selinux_level")
 
-    def __init__(self, spec, uid_range, group_range, annotations=None):
+    def __init__(self, spec, uid_range, group_range, annotations=None, selinux_level=None):
         self.spec = spec or {}
+        self.selinux_level = selinux_level or None
         self.context = self.spec.get("securityContext") or {}
         self.annotations = annotations or {}
         self.uid_range = uid_range
@@ -368,7 +378,7 @@ def _supplemental_groups(scc, pod):
 
 
 def _pod_selinux(scc, pod):
-    return _selinux(scc, pod.context, "spec.securityContext")
+    return _selinux(scc, pod, pod.context, "spec.securityContext")
 
 
 def _seccomp_profiles(scc, pod):
@@ -468,15 +478,51 @@ def _user_not_root(_scc, pod, box, uid, where):
 _USER_STRATEGIES = {"MustRunAsRange": _user_in_range, "MustRunAsNonRoot": _user_not_root}
 
 
-def _container_selinux(scc, _pod, box):
-    return _selinux(scc, box.context, box.path)
+def _container_selinux(scc, pod, box):
+    """A container's own options; one that sets none has the pod's (the effective context), which
+    the pod's check has judged already."""
+    return _selinux(scc, pod, box.context, box.path)
 
 
-def _selinux(scc, context, path):
-    """MustRunAs: only the namespace's context, which admission sets; any other is refused."""
-    if scc["seLinuxContext"] == "MustRunAs" and context.get("seLinuxOptions"):
-        return [(path + ".seLinuxOptions", "only the namespace's SELinux context is allowed")]
-    return []
+def _selinux(scc, pod, context, path):
+    """MustRunAs (selinux/mustrunas.go Validate): options left out are the SCC's, which admission
+    sets (sccmatching/provider.go); options set must have the SCC's user, role and type (each empty
+    unless the SCC sets it) and its level, which is the namespace's openshift.io/sa.scc.mcs where
+    the SCC gives none (sccmatching/matcher.go requiresPreAllocatedSELinuxLevel,
+    getPreallocatedLevel). Levels are equal as equalLevels compares them: the same string, or the
+    same sensitivity and the same set of categories ("s0:c6,c0" is "s0:c0,c6"). A namespace level
+    not known (None) is taken to differ from any level, as a range not known is taken to hold no
+    fixed ID. RunAsAny: any options."""
+    options = context.get("seLinuxOptions")
+    if scc["seLinuxContext"] != "MustRunAs" or options is None:
+        return []
+    options = options if isinstance(options, dict) else {}
+    wanted = dict(scc.get("seLinuxOptions") or {})
+    found = []
+    level = wanted.get("level") or pod.selinux_level
+    given = str(options.get("level") or "")
+    if level is None:
+        found.append((path + ".seLinuxOptions.level", "%r is not known to be the namespace's SELinux level "
+                      "(components_scc_selinux_level is not set)" % given))
+    elif not equal_levels(level, given):
+        found.append((path + ".seLinuxOptions.level", "%r is not %s, the %s SELinux level" % (
+            given, level, "SCC's" if wanted.get("level") else "namespace's")))
+    for key in ("role", "type", "user"):
+        if str(options.get(key) or "") != wanted.get(key, ""):
+            found.append((path + ".seLinuxOptions." + key, "%r is not %r, the SCC's" % (
+                str(options.get(key) or ""), wanted.get(key, ""))))
+    return found
+
+
+def equal_levels(expected, actual):
+    """selinux/mustrunas.go equalLevels: the same string, or both "<sensitivity>:<categories>" with
+    the same sensitivity and the same categories in any order."""
+    if expected == actual:
+        return True
+    expected_parts, actual_parts = expected.split(":", 1), actual.split(":", 1)
+    if len(expected_parts) != 2 or len(actual_parts) != 2 or expected_parts[0] != actual_parts[0]:
+        return False
+    return sorted(expected_parts[1].split(",")) == sorted(actual_parts[1].split(","))
 
 
 # The checks in the order their refusals are listed: the first refusal is the field that forced a
@@ -486,16 +532,19 @@ _POD_CHECKS = (_host_namespaces, _user_namespace, _volumes, _fs_group, _suppleme
 _CONTAINER_CHECKS = (_privileged, _privilege_escalation, _capabilities, _host_ports, _user, _container_selinux)
 
 
-def refusals(name, spec, uid_range=None, group_range=None, annotations=None, version=None):
+def refusals(name, spec, uid_range=None, group_range=None, annotations=None, version=None, selinux_level=None):
     """Why SCC `name` would not admit a pod with this spec: [(field path, why)]; [] admits it.
 
     `uid_range` and `group_range` ({start, size}) are the namespace's UID and supplemental group
     ranges (OpenShift annotates each namespace with them; the group range is the UID range unless
-    set otherwise); `group_range` may also be a list of such blocks. Unknown (None or {}): a fixed value is taken to be outside. `annotations` are
-    the pod's, for the seccomp annotations SCC admission reads. `name` may also be the strategies of
-    an SCC object (strategies()); a name is looked up in the SCCs of OpenShift `version` (model())."""
+    set otherwise); `group_range` may also be a list of such blocks. Unknown (None or {}): a fixed
+    value is taken to be outside. `selinux_level` is the namespace's SELinux level (its annotation
+    openshift.io/sa.scc.mcs, such as "s0:c26,c5"); unknown (None or ""), a level the pod sets is
+    taken to differ from it. `annotations` are the pod's, for the seccomp annotations SCC admission
+    reads. `name` may also be the strategies of an SCC object (strategies()); a name is looked up in
+    the SCCs of OpenShift `version` (model())."""
     scc = model(version).sccs[name] if isinstance(name, str) else name
-    pod = _Pod(spec, uid_range, group_range, annotations)
+    pod = _Pod(spec, uid_range, group_range, annotations, selinux_level)
     found = []
     for check in _POD_CHECKS:
         found += check(scc, pod)
@@ -515,15 +564,16 @@ def _unique(items):
     return out
 
 
-def _refused(name, pods, uid_range, group_range, version=None):
+def _refused(name, pods, namespace, version=None):
+    uid_range, group_range, selinux_level = namespace
     return [(pod[0], field, why) for pod in pods
             for field, why in refusals(name, pod[1], uid_range, group_range, pod[2] if len(pod) > 2 else None,
-                                       version)]
+                                       version, selinux_level)]
 
 
-def _by_default(pod, uid_range, group_range, version):
+def _by_default(pod, namespace, version):
     """Whether an SCC every authenticated user may use admits the pod."""
-    return any(not _refused(name, [pod], uid_range, group_range, version) for name in model(version).defaults)
+    return any(not _refused(name, [pod], namespace, version) for name in model(version).defaults)
 
 
 def _pin(pod):
@@ -550,36 +600,49 @@ def required_scc(pods, version=None):
     return names[0], pins[0][0]
 
 
-def least_privileged(pods, uid_range=None, group_range=None, version=None):
-    """The least privileged SCC (in the order of OpenShift `version`'s model()) that admits every
-    pod, and the refusals of the SCC just before it: (scc, [(pod label, field path, why)]). `pods`
-    is [(label, pod spec)] or [(label, pod spec, pod annotations)]. When each pod is admitted by one
-    of the SCCs every authenticated user may use (on 4.20 restricted-v2 or restricted-v3), it is
-    the first of those, restricted-v2: no grant.
+def least_privileged(pods, uid_range=None, group_range=None, version=None, selinux_level=None):
+    """The least privileged SCC (in the order of OpenShift `version`'s model()) that, with the SCCs
+    every authenticated user may use, admits every pod, and the refusals of the SCC just before it:
+    (scc, [(pod label, field path, why)]). `pods` is [(label, pod spec)] or [(label, pod spec, pod
+    annotations)]; `selinux_level` is the namespace's (refusals()).
+
+    SCC admission admits a pod when any SCC it may use admits it, and takes the first of those by
+    priority, points and name (sccadmission/admission.go computeSecurityContext, util/sort): so the
+    grant need only admit the pods that no default SCC admits, and the refusals given are that
+    grant's predecessor's on those pods. When every pod is admitted by one of the default SCCs (on
+    4.20 restricted-v2 or restricted-v3), it is the first of those, restricted-v2: no grant.
 
     When pods pin an SCC (required_scc) it is that SCC, with the pin as the reason: admission
     validates a pinned pod against it alone, and the account's other pods against the defaults
     and it. A pod that would then be refused raises ValueError naming the field."""
+    namespace = (uid_range, group_range, selinux_level)
     pinned, label = required_scc(pods, version)
     if pinned:
         refused = []
         for pod in pods:
-            if _pin(pod) or not _by_default(pod, uid_range, group_range, version):
-                refused += _refused(pinned, [pod], uid_range, group_range, version)
+            if _pin(pod) or not _by_default(pod, namespace, version):
+                refused += _refused(pinned, [pod], namespace, version)
         if refused:
             raise ValueError("%s: %s, the SCC %s pins with %s, refuses it: %s %s. Change the pod or the pin" % (
                 refused[0][1], pinned, label, REQUIRED_SCC_ANNOTATION, refused[0][0], refused[0][2]))
         return pinned, [(label, "metadata.annotations[%s]" % REQUIRED_SCC_ANNOTATION, "pins %s" % pinned)]
-    order = _candidates(pods, version)
-    if all(_by_default(pod, uid_range, group_range, version) for pod in pods):
+    needy = needing_a_grant(pods, uid_range, group_range, version, selinux_level)
+    order = _candidates(needy, version)
+    if not needy:
         return order[0], []
     previous = []
     for name in order:
-        refused = _refused(name, pods, uid_range, group_range, version)
+        refused = _refused(name, needy, namespace, version)
         if not refused:
             return name, previous
         previous = refused
     return order[-1], previous
+
+
+def needing_a_grant(pods, uid_range=None, group_range=None, version=None, selinux_level=None):
+    """The pods (as least_privileged() takes them) that no SCC every authenticated user may use
+    admits: those a grant must admit."""
+    return [pod for pod in pods if not _by_default(pod, (uid_range, group_range, selinux_level), version)]
 
 
 def _candidates(pods, version):
@@ -593,7 +656,8 @@ def _candidates(pods, version):
 
 
 def before(scc, pods, version=None):
-    """The SCC least_privileged() tried just before `scc` for these pods, whose refusals it gives."""
+    """The SCC least_privileged() tried just before `scc` for these pods (those needing_a_grant()),
+    whose refusals it gives."""
     order = _candidates(pods, version)
     order = order if scc in order else model(version).order  # a pinned SCC
     return order[order.index(scc) - 1]
