@@ -242,6 +242,7 @@ DEFAULTS = {
         "components_argo_s3": {},
         "components_scc_enabled": True,
         "components_scc_uid_range": {},
+        "components_scc_selinux_level": "",
         "components_pod_security": "auto",
         "components_profile_pod_security": "",
         "components_no_log": True,
