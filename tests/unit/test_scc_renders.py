@@ -11,7 +11,9 @@ account. So for every pod of every account:
   admits it (the grant is enough);
 - an account with a grant has a pod that admission refuses with restricted-v2 alone, and with
   restricted-v2 and the SCC just below the granted one (the grant is the least that works).
-The namespace has the ranges OpenShift's namespace controller gives it (annotations).
+The namespace has the ranges and the SELinux level OpenShift's namespace controller gives it
+(annotations), and derivation is given the same (components_scc_uid_range,
+components_scc_selinux_level).
 
 On a given OpenShift version (derive_scc's `openshift`) the SCCs are that version's own
 (hack/seed/sccs-<version>.yaml, upstream's files verbatim), and the SCCs every authenticated user
@@ -29,8 +31,9 @@ ROOT = Path(__file__).resolve().parents[2]
 UPSTREAM = ROOT.parent / "shared" / "upstream"
 RELEASES = ("v1.10.2", "v1.11.0", "26.03")
 START, SIZE = 1000660000, 10000
+LEVEL = "s0:c26,c5"
 RANGES = {"openshift.io/sa.scc.uid-range": "%d/%d" % (START, SIZE),
-          "openshift.io/sa.scc.supplemental-groups": "%d/%d" % (START, SIZE)}
+          "openshift.io/sa.scc.supplemental-groups": "%d/%d" % (START, SIZE), "openshift.io/sa.scc.mcs": LEVEL}
 pytestmark = pytest.mark.skipif(not UPSTREAM.is_dir(), reason="../shared/upstream (upstream's renders) is absent")
 
 
@@ -84,7 +87,7 @@ def disagreements(objs, sccs, version=None):
     """What derivation and admission disagree on; `version`: the OpenShift version both take (its
     seed's SCCs in `sccs`), None: derivation's for a version not known, admission's on `sccs`."""
     rng = {"start": START, "size": SIZE}
-    derived = manifests.derive_scc(objs, rng) if version is None else manifests.derive_scc(objs, rng, version)
+    derived = manifests.derive_scc(objs, rng, version, LEVEL)
     grants = dict(((g["namespace"], g["serviceaccount"]), g["scc"]) for g in derived)
     everyone = authenticated(version) if version else {scc_policies.DEFAULT}
     order = [scc["metadata"]["name"] for scc in standins.scc_admission_order(sccs)]
@@ -128,7 +131,8 @@ def test_a_grant_too_small_or_too_large_is_a_disagreement(monkeypatch):
     account = next(key for key in sorted(pods(objs)) if key not in granted)
     bigger = real + [{"namespace": account[0], "serviceaccount": account[1], "scc": "privileged"}]
     for planted, expected in ((smaller, "admission refuses it"), (bigger, "admission admits every pod")):
-        monkeypatch.setattr(manifests, "derive_scc", lambda _objs, _range, _version=None, planted=planted: planted)
+        monkeypatch.setattr(manifests, "derive_scc", lambda _objs, _range, _version=None, _level=None, planted=planted:
+                            planted)
         found = disagreements(objs, shipped())
         assert any(expected in line for line in found), found
 
@@ -164,16 +168,25 @@ BUILT = [
     workload("nested", ctx={"runAsUser": 0, "capabilities": {"add": ["SETUID", "SETGID"]}}, hostUsers=False),
     workload("hostpath-selinux", ctx={"seLinuxOptions": {"type": "spc_t"}}, volumes=HOST),
     workload("host-user-namespace", ctx={"runAsUser": 1000}),
+    # the namespace's SELinux level: restricted-v2's own; another level needs an SCC with SELinux RunAsAny
+    workload("selinux-level", ctx={"seLinuxOptions": {"level": LEVEL}}),
+    workload("selinux-other-level", ctx={"seLinuxOptions": {"level": "s0:c1,c2"}}, volumes=HOST),
+    # nested-container's own type with the namespace's level
+    workload("nested-selinux", ctx={"runAsUser": 0, "capabilities": {"add": ["SETUID"]},
+                                    "seLinuxOptions": {"type": "container_engine_t", "level": LEVEL}}, hostUsers=False),
 ]
 # The SCC admission gives each built pod with the SCCs each version ships (the expected grant:
 # None where an SCC every authenticated user may use admits it).
 EXPECTED = {
     "4.16": {"image-volume": "privileged", "user-namespace": "nonroot-v2", "nested": "privileged",
-             "hostpath-selinux": "privileged", "host-user-namespace": "nonroot-v2"},
+             "hostpath-selinux": "privileged", "host-user-namespace": "nonroot-v2", "selinux-level": None,
+             "selinux-other-level": "privileged", "nested-selinux": "privileged"},
     "4.17": {"image-volume": "privileged", "user-namespace": "nonroot-v2", "nested": "privileged",
-             "hostpath-selinux": "hostmount-anyuid-v2", "host-user-namespace": "nonroot-v2"},
+             "hostpath-selinux": "hostmount-anyuid-v2", "host-user-namespace": "nonroot-v2", "selinux-level": None,
+             "selinux-other-level": "hostmount-anyuid-v2", "nested-selinux": "privileged"},
     "4.20": {"image-volume": None, "user-namespace": None, "nested": "nested-container",
-             "hostpath-selinux": "hostmount-anyuid-v2", "host-user-namespace": "nonroot-v2"},
+             "hostpath-selinux": "hostmount-anyuid-v2", "host-user-namespace": "nonroot-v2", "selinux-level": None,
+             "selinux-other-level": "hostmount-anyuid-v2", "nested-selinux": "nested-container"},
 }
 
 
@@ -184,5 +197,5 @@ def test_derivation_and_admission_agree_on_pods_built_for_each_version(version):
     admits each pod with them and refuses it with less."""
     assert disagreements(BUILT, shipped_by(version), version) == []
     grants = dict((g["serviceaccount"], g["scc"]) for g in manifests.derive_scc(BUILT, {"start": START, "size": SIZE},
-                                                                                version))
+                                                                                version, LEVEL))
     assert dict((obj["metadata"]["name"], grants.get(obj["metadata"]["name"])) for obj in BUILT) == EXPECTED[version]
