@@ -29,8 +29,9 @@ one is RunAsAny), so it never decides.
 SCC that, with the SCCs every authenticated user may use, admits every pod (admission admits a pod
 under any SCC the account may use that admits it, so the grant need only admit the pods the defaults
 refuse), with the fields that the SCC just before it refused: the fields that forced the grant.
-A pod annotated openshift.io/required-scc (OpenShift 4.14 on) is validated against that SCC alone (sccadmission/admission.go listSortedSCCs), so an account with such pods
-needs that SCC and no other. That order is SCC admission's sort by "points" (openshift/apiserver-library-go
+A pod annotated openshift.io/required-scc (OpenShift 4.14 on) is validated against that SCC
+alone (sccadmission/admission.go listSortedSCCs), so an account with such pods needs that SCC and
+no other. That order is SCC admission's sort by "points" (openshift/apiserver-library-go
 pkg/securitycontextconstraints/util/sort/byrestrictions.go, pointValue): privileged containers
 weigh most, then host ports, host network, host path volumes, other non-trivial volumes, the
 SELinux and runAsUser strategies, and capabilities. So hostnetwork-v2 (host network and ports)
