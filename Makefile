@@ -68,6 +68,7 @@ build: venv
 	$(BIN)/python hack/argocd.py build
 	$(BIN)/python operator/hack/build.py
 	$(BIN)/python hack/gpu_operator.py build
+	$(BIN)/python hack/cert_manager.py build
 	$(BIN)/python hack/knative_operator.py build
 	cd tests/upstream && go mod download $$(awk '/^\t[a-z]/ {print $$1 "@" $$2}' go.mod)
 	@command -v redis-server >/dev/null || (apt-get update -qq && apt-get install -y -qq redis-server >/dev/null) \

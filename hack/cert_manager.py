@@ -1,0 +1,167 @@
+"""cert-manager's controller and CA injector, built from upstream's source at the version the
+Kubeflow 26.03 render deploys (v1.19.4: the images quay.io/jetstack/cert-manager-controller and
+-cainjector, labels app.kubernetes.io/version, in ../shared/upstream/example-render-26.03.yaml.gz),
+run against a local control plane (hack/cluster.py) as the judge of what the components role
+applies: the controller issues the render's Certificates from their Issuers, and the CA injector
+writes the issued CA into the webhook configurations annotated cert-manager.io/inject-ca-from.
+
+    python hack/cert_manager.py build        # build (or reuse) both binaries and print their paths
+
+The module proxy serves cert-manager's root module (github.com/cert-manager/cert-manager: the
+controllers, the issuers, the injector) but not the modules of its binaries (cmd/controller and
+cmd/cainjector are modules of their own, tagged cmd/controller/v1.19.4; the proxy answers 404 for
+github.com/cert-manager/cert-manager/cmd/controller@v1.19.4 and its list). Their files at tag
+v1.19.4 (commit 83820a03ce3e6b8a1084fa765d77a6b5b98e6943) are copied unchanged into
+hack/cert-manager/controller and hack/cert-manager/cainjector, but their go.mod: upstream's
+`replace github.com/cert-manager/cert-manager => ../../` becomes the root module at v1.19.4 from
+the proxy, which go.sum pins. Nothing else of cert-manager comes from anywhere but the proxy.
+
+How they run here (flags of cmd/controller/app/options/options.go and cmd/cainjector/app/options/
+options.go at v1.19.4): `--kubeconfig` the plane's admin kubeconfig (no in-cluster config),
+`--leader-elect=false` (no Lease), the metrics and health servers on 127.0.0.1 port 0 (the
+controller's health address is only in its configuration file, ControllerConfiguration
+healthzListenAddress: pkg/apis/config/controller/v1alpha1/types.go), and the controller with only
+the controllers that issue from an Issuer of kind SelfSigned or CA and approve the requests:
+no ACME (orders, challenges), no ingress or gateway shim, no Vault or Venafi issuers. Every
+address either dials is the plane's, on loopback.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from cluster import HACK, ClusterError, cache_root, go_build, module_version
+
+MODULE = "github.com/cert-manager/cert-manager"
+SOURCE = HACK / "cert-manager"
+# The namespace upstream installs it in (common/cert-manager/cert-manager/base of kubeflow/manifests;
+# the render's cert-manager Deployments), used as the cluster resource namespace as upstream's
+# chart passes it (--cluster-resource-namespace=$(POD_NAMESPACE)).
+NAMESPACE = "cert-manager"
+# The controllers the render's Issuers need (cmd/controller/app/options: --controllers, names of
+# pkg/controller/*/ and pkg/controller/certificaterequests/*): the Issuer's readiness, a
+# CertificateRequest's approval and its signing by a SelfSigned or CA issuer, and the Certificate's
+# life cycle (trigger, key, request, issuing, readiness, revisions).
+CONTROLLERS = ("issuers", "certificaterequests-approver", "certificaterequests-issuer-selfsigned",
+               "certificaterequests-issuer-ca", "certificates-trigger", "certificates-key-manager",
+               "certificates-request-manager", "certificates-issuing", "certificates-readiness",
+               "certificates-revision-manager")
+CRDS = ("cert-manager.io_certificaterequests.yaml", "cert-manager.io_certificates.yaml",
+        "cert-manager.io_clusterissuers.yaml", "cert-manager.io_issuers.yaml",
+        "acme.cert-manager.io_challenges.yaml", "acme.cert-manager.io_orders.yaml")
+
+
+def version() -> str:
+    return module_version(SOURCE / "controller" / "go.mod", MODULE)
+
+
+def _ldflags(ver: str) -> str:
+    # make/00_mod.mk GOLDFLAGS: the version the binaries report (pkg/util/version.go)
+    return f"-s -w -X {MODULE}/pkg/util.AppVersion={ver}"
+
+
+def build() -> dict[str, Path]:
+    """{name: path} of the controller and the CA injector (built with the module proxy; cached)."""
+    ver = version()
+    out = {}
+    for name in ("controller", "cainjector"):
+        binary = "cert-manager-" + name
+        dest = go_build(SOURCE / name, {binary: "."}, cache_root() / f"{binary}-{ver}", _ldflags(ver))
+        out[name] = dest / binary
+    return out
+
+
+def module_dir() -> Path:
+    """The root module's directory in the Go module cache (downloaded when missing)."""
+    from gpu_operator import module_dir as cached_module_dir
+    return cached_module_dir(MODULE, SOURCE / "controller" / "go.mod")
+
+
+def crd_documents() -> list[str]:
+    """cert-manager's CRDs at the pinned version (deploy/crds of its module), as YAML text."""
+    return [(module_dir() / "deploy" / "crds" / name).read_text() for name in CRDS]
+
+
+def prepare(plane) -> None:
+    """Serve cert-manager's kinds (its CRDs, applied as the cluster's own) and its namespace."""
+    for text in crd_documents():
+        plane.kubectl("apply", "--server-side", "--force-conflicts", "--field-manager=cluster-bootstrap",
+                      "-f", "-", input=text)
+    plane.wait_established()
+    plane.kubectl("apply", "--server-side", "--field-manager=cluster-bootstrap", "-f", "-",
+                  input=json.dumps({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}))
+
+
+class CertManager:
+    """cert-manager's controller and CA injector running against `plane` (its admin kubeconfig),
+    each a child process with its log in the plane's directory. A context manager: stopped on exit."""
+
+    def __init__(self, plane):
+        self.plane = plane
+        self.procs: dict[str, subprocess.Popen] = {}
+        self.logs = {name: plane.dir / f"cert-manager-{name}.log" for name in ("controller", "cainjector")}
+
+    def commands(self) -> dict[str, list[str]]:
+        binaries = build()
+        config = self.plane.dir / "cert-manager-controller.json"
+        config.write_text(json.dumps({"apiVersion": "controller.config.cert-manager.io/v1alpha1",
+                                      "kind": "ControllerConfiguration",
+                                      "healthzListenAddress": "127.0.0.1:0"}))
+        kubeconfig = "--kubeconfig=%s" % self.plane.kubeconfig
+        return {
+            "controller": [str(binaries["controller"]), kubeconfig, "--config=%s" % config, "--leader-elect=false",
+                           "--cluster-resource-namespace=%s" % NAMESPACE, "--metrics-listen-address=127.0.0.1:0",
+                           "--controllers=%s" % ",".join(CONTROLLERS), "--v=2"],
+            # cmd/cainjector/app/options: the injectables on by default (webhook configurations,
+            # APIServices, CRDs); no conversion or webhook servers of its own
+            "cainjector": [str(binaries["cainjector"]), kubeconfig, "--leader-elect=false",
+                           "--metrics-listen-address=0", "--v=2"],
+        }
+
+    def start(self) -> "CertManager":
+        env = dict(os.environ, KUBECONFIG=str(self.plane.kubeconfig), POD_NAMESPACE=NAMESPACE)
+        for name, cmd in self.commands().items():
+            with open(self.logs[name], "ab") as log:
+                self.procs[name] = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT,
+                                                    start_new_session=True)
+        time.sleep(1)
+        for name, proc in self.procs.items():
+            if proc.poll() is not None:
+                self.stop()
+                raise ClusterError(f"cert-manager's {name} exited at once ({proc.returncode}): {self.tail(name)}")
+        return self
+
+    def tail(self, name: str, chars: int = 4000) -> str:
+        log = self.logs[name]
+        return log.read_text(errors="replace")[-chars:] if log.exists() else ""
+
+    def stop(self) -> None:
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+        for proc in self.procs.values():
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+    def __enter__(self) -> "CertManager":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+if __name__ == "__main__":
+    # make build: the binaries the tests run, built before them (they run with no route off the machine)
+    import sys
+
+    if sys.argv[1:] != ["build"]:
+        raise SystemExit("usage: python hack/cert_manager.py build")
+    for path in build().values():
+        print(path)
