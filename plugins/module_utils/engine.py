@@ -746,6 +746,9 @@ class Engine:
                     return []
                 raise
             found = []
+            # what a controller made from one of kfocp's objects, copying its labels, is the
+            # controller's (o.made_from): the garbage collector deletes it with its owner
+            owned = [x for x in owned if not o.made_from(x, self.field_manager)]
             # a patched object this instance also owns is deleted, not released; a patched one is
             # released only for the sets in scope that patched it
             owned_keys = set((x["metadata"].get("namespace"), x["metadata"]["name"]) for x in owned)

@@ -281,6 +281,25 @@ def give_back(live):
     return body
 
 
+def made_from(live, field_manager):
+    """The owner (kind and name) of a live object that a controller made and kfocp never wrote, or
+    None: a controller ownerReference, and no managedFields entry of kfocp's field manager (or of
+    its sets' patch managers). A controller that copies its owner's labels onto what it makes
+    gives kfocp's labels to an object kfocp did not make: cert-manager's CertificateRequests carry
+    their Certificate's (pkg/controller/certificates/requestmanager/requestmanager_controller.go,
+    `Labels: crt.Labels`). Such an object is the controller's, and the garbage collector deletes it
+    with its owner: kfocp's prune leaves it."""
+    meta = live.get("metadata") or {}
+    owner = next((ref for ref in meta.get("ownerReferences") or [] if ref.get("controller")), None)
+    if owner is None:
+        return None
+    for entry in meta.get("managedFields") or []:
+        manager = str(entry.get("manager", ""))
+        if manager == field_manager or manager.startswith(field_manager + "-"):
+            return None
+    return "%s %s" % (owner.get("kind"), owner.get("name"))
+
+
 def owned_by(live, instance):
     labels = (live.get("metadata") or {}).get("labels") or {}
     return labels.get(MANAGED_BY) == MANAGER and labels.get(INSTANCE) == instance
