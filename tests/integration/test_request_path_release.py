@@ -234,26 +234,42 @@ def test_who_reaches_each_ui_of_a_real_release(playbook, kube, control_plane, in
         assert UI_PATHS <= set(uis), "the VirtualServices publish %s" % sorted(uis)
         assert set(uis) <= set(WEB_APPS), "a UI whose app's authorization this test does not know: %s" % (
             sorted(set(uis) - set(WEB_APPS)))
-        # Istio's translation of the policies for each UI's pods, in one run of the judge
-        translated, invalid = judges.istio_authz_workloads(
-            policies, [(ui["workload"]["metadata"]["namespace"], ui["labels"]) for ui in uis.values()], root)
+        # the hops of each path: the gateway to the UI's pods, and for the pipelines UI its own
+        # request (with the user's header) on to the API server that reviews
+        hops = {}
+        for path, ui in uis.items():
+            hops[path] = [(gateway_pod["principal"], ui["workload"], ui["labels"], ui["proxy"])]
+            if WEB_APPS[path]["asks"]:
+                asks = get(kube, "apps/v1", "Deployment", WEB_APPS[path]["asks"], kf_ns)
+                labels = asks["spec"]["template"]["metadata"]["labels"]
+                source = ui["workload"]
+                hops[path].append((mesh.principal(source["metadata"]["namespace"],
+                                                  source["spec"]["template"]["spec"].get("serviceAccountName") or "default"),
+                                   asks, labels, has_proxy(kube, flavour, mesh.normalise(settings), kf_ns, labels)))
+        # Istio's translation of the policies for each workload's pods, in one run of the judge
+        targets = sorted(set((w["metadata"]["namespace"], w["metadata"]["name"]) for hop in hops.values()
+                             for _p, w, _l, _x in hop))
+        labels_of = dict(((w["metadata"]["namespace"], w["metadata"]["name"]), labels)
+                         for hop in hops.values() for _p, w, labels, _x in hop)
+        translated, invalid = judges.istio_authz_workloads(policies, [(ns, labels_of[(ns, name)]) for ns, name in targets],
+                                                           root)
         assert invalid == {}, invalid
-        sidecars = dict(zip(uis, translated))
+        sidecars = dict(zip(targets, translated))
 
         def at_the_ui(path, headers):
-            """The gateway's request to the UI's pods: (user the app sees, where it stopped)."""
-            ui = uis[path]
-            if ui["proxy"]:
-                call = WEB_APPS[path]["call"].split()[1].replace("<ns>", profile)
-                request = {"principal": gateway_pod["principal"], "headers": headers, "path": call,
-                           "method": "GET"}
-                allowed, reason = authz.decide(policies, request, ui["workload"]["metadata"]["namespace"],
-                                               ui["labels"], root_namespace=root)
-                assert sidecars[path]["custom"] == [], sidecars[path]
-                envoy = envoy_rbac.decide(sidecars[path]["filters"], request)
+            """The request through each hop of the path: (user the app sees, where it stopped)."""
+            call = WEB_APPS[path]["call"].split()[1].replace("<ns>", profile)
+            for principal, workload, labels, proxy in hops[path]:
+                if not proxy:
+                    continue
+                key = (workload["metadata"]["namespace"], workload["metadata"]["name"])
+                request = {"principal": principal, "headers": headers, "path": call, "method": "GET"}
+                allowed, reason = authz.decide(policies, request, key[0], labels, root_namespace=root)
+                assert sidecars[key]["custom"] == [], sidecars[key]
+                envoy = envoy_rbac.decide(sidecars[key]["filters"], request)
                 assert envoy[0] is allowed, (path, request, (allowed, reason), envoy)
                 if not allowed:
-                    return None, "mesh: " + reason
+                    return None, "mesh (%s): %s" % (key[1], reason)
             return headers.get("kubeflow-userid"), "in the app"
 
         def in_the_app(path, user):
@@ -320,7 +336,9 @@ def test_who_reaches_each_ui_of_a_real_release(playbook, kube, control_plane, in
                ("no session", None, "refused")]
         table = [(name, path, want) + through_the_route(path, user) for path in sorted(uis) for name, user, want in who]
         report = "\n".join("%-40s %-16s expected %-8s got %-8s (%s)" % row for row in table)
-        print("\n" + report)
+        print("\n" + "\n".join("%s: %s" % (path, " -> ".join(["gateway"] + ["%s%s" % (
+            hop[1]["metadata"]["name"], "" if hop[3] else " (no proxy)") for hop in hops[path]])) for path in sorted(hops)))
+        print(report)
         assert [row for row in table if row[2] != row[3]] == [], report
         # none names upstream's gateway, which kfocp does not run
         assert [p["metadata"]["name"] for p in policies if UPSTREAM_PRINCIPAL in yaml.safe_dump(p["spec"])] == []
@@ -329,7 +347,8 @@ def test_who_reaches_each_ui_of_a_real_release(playbook, kube, control_plane, in
         # the user) and is refused by the app itself
         for path in uis:
             assert not stops[("stranger", path)].startswith(("mesh", "oauth-proxy")), stops[("stranger", path)]
-        assert all(uis[path]["proxy"] for path in uis), "a UI without a proxy: nothing enforces its policies"
+        assert [hop[1]["metadata"]["name"] for path in hops for hop in hops[path] if not hop[3]] == [], \
+            "a workload without a proxy: nothing enforces its policies"
         print("installed in %.0fs, judged in %.0fs" % (installed - started, time.monotonic() - installed))
     finally:
         kube.delete(webhooks, injector["metadata"]["name"])
