@@ -11,13 +11,16 @@ notebook test (test_request_path.py) sends it: oauth-proxy (its access review as
 API server; without a session it answers with the redirect to the login, the stand-in of
 openshift/oauth-proxy's OAuthStart), the gateway's Lua filter, the VirtualService that publishes
 the path to its Service and the workload that Service selects, whether that workload's pods get a
-proxy, and then the AuthorizationPolicies as installed (upstream's, with kfocp's gateway principal)
-decided by plugins/module_utils/authz.py and, for every verdict, by Istio's own translation decided
-by Envoy's rules (tests/judges.py, tests/envoy_rbac.py), with the principal of the gateway pod
-kfocp runs. Past the mesh, each web app authorizes the user itself: it asks the API server a
-SubjectAccessReview for the user in its userid header (docs/readings/kubeflow-web-apps-authz.md
-records what each app asks, read at the commits of the 26.03 images); the same reviews are asked of
-the real API server here, for the profile's namespace.
+proxy (asked of the API server's webhook matching), and then the AuthorizationPolicies as installed
+(upstream's, with kfocp's gateway principal) decided by plugins/module_utils/authz.py and, for every
+verdict, by Istio's own translation decided by Envoy's rules (tests/judges.py, tests/envoy_rbac.py),
+with the principal of the gateway pod kfocp runs; for the pipelines UI also its own request on to
+ml-pipeline, from its service account. Past the mesh, each web app authorizes the user itself: it
+asks the API server a SubjectAccessReview for the user in its userid header, with no groups, and
+the dashboard lists the namespaces in which KFAM finds a binding of the user
+(docs/readings/kubeflow-web-apps-authz.md records what each app does, read at the commits of the
+26.03 images); the same reviews are asked of the real API server here, for the owner's profile
+namespace. "reached" in the table means the UI serves that namespace's objects to the user.
 
 The module has a control plane of its own that runs pods (the gateway's): the release makes
 cluster-wide objects with fixed names, so it is destroyed with the module rather than uninstalled."""
