@@ -193,14 +193,18 @@ def go_install(package: str, version: str, dest: Path) -> Path:
 
 def build_workloads() -> dict[str, Path]:
     """Build or reuse what running workloads needs: kube-scheduler (from the same k8s.io/kubernetes
-    module as the API server) and kwok, which plays the kubelets of simulated nodes; and cyclonus,
-    which the tests ask whether NetworkPolicies admit given traffic."""
+    module as the API server) and kwok, which plays the kubelets of simulated nodes."""
     kv = kube_version()
     scheduler = go_build(HACK / "kube", {"kube-scheduler": "k8s.io/kubernetes/cmd/kube-scheduler"},
                          cache_root() / f"kube-scheduler-{kv}", _ldflags(kv))
     kwok = go_install(KWOK[0], KWOK[1], cache_root() / f"kwok-{KWOK[1]}")
-    return {"kube-scheduler": scheduler / "kube-scheduler", "kwok": kwok, "kwok-stages": kwok_stages(kwok.parent),
-            "cyclonus": go_install(CYCLONUS[0], CYCLONUS[1], cache_root() / f"cyclonus-{CYCLONUS[1]}")}
+    return {"kube-scheduler": scheduler / "kube-scheduler", "kwok": kwok, "kwok-stages": kwok_stages(kwok.parent)}
+
+
+def build_cyclonus() -> Path:
+    """Build or reuse cyclonus, which the tests ask whether NetworkPolicies admit given traffic
+    (a judge: built by `build --judges`, not for the demo)."""
+    return go_install(CYCLONUS[0], CYCLONUS[1], cache_root() / f"cyclonus-{CYCLONUS[1]}")
 
 
 def build_istioctl() -> Path:
@@ -968,7 +972,7 @@ def main(argv=None) -> int:
                 built["istioctl"] = build_istioctl()
                 built["istio-authz"] = build_istio_judge()
             if args.judges:
-                built.update(build_judges(), **{"openshift-crds": openshift_crds()[0].parent})
+                built.update(build_judges(), cyclonus=build_cyclonus(), **{"openshift-crds": openshift_crds()[0].parent})
             for name, path in built.items():
                 print(f"{name}\t{path}")
         elif args.command == "up":

@@ -25,7 +25,7 @@ import judges
 from ansible_collections.kfocp.kubeflow.plugins.module_utils import authz
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import mesh
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import KubeError
-from cluster import ClusterError, build_istio_judge, build_workloads
+from cluster import ClusterError, build_cyclonus, build_istio_judge
 import standins
 from helpers import (ROOT, components_only, isolated_policies, mesh_vars, oauth_proxy_lets_in,
                      play_kfam_add_contributor, wait_for)
@@ -146,7 +146,7 @@ def cyclonus_allows(kube, tmp_path, source, target, port, extra=()):
                 "Protocol": "TCP", "ResolvedPort": port, "ResolvedPortName": "http2"}]
     (tmp_path / "policies.json").write_text(json.dumps(policies))
     (tmp_path / "traffic.json").write_text(json.dumps(traffic))
-    proc = subprocess.run([str(build_workloads()["cyclonus"]), "analyze", "--mode", "query-traffic",
+    proc = subprocess.run([str(build_cyclonus()), "analyze", "--mode", "query-traffic",
                            "--policy-path", str(tmp_path / "policies.json"),
                            "--traffic-path", str(tmp_path / "traffic.json")],
                           capture_output=True, text=True, check=False, timeout=120)
