@@ -1,10 +1,11 @@
-"""The Knative operator (knative.dev/operator cmd/operator), built from its Go module at the version
-hack/knative/go.mod pins, run against a local control plane (hack/cluster.py) as the judge of the
+"""The Knative operator (knative.dev/operator cmd/operator), built from its Go module at the versions
+hack/knative/go.mod and hack/knative/serverless-1.38/go.mod pin, run against a local control plane (hack/cluster.py) as the judge of the
 KnativeServing kfocp writes: it turns the KnativeServing into Knative Serving's and Kourier's
 Deployments and ServiceAccounts, whose pod templates give the mesh principals kfocp's
 AuthorizationPolicies name and carry the workload overrides kfocp sets.
 
-The version: OpenShift Serverless 1.37 (channel stable-1.37, which kfocp subscribes to on 4.14 and
+The versions, one per Serverless channel kfocp subscribes to (versions.DEFAULT_CHANNELS), each
+pinned by a go.mod of its own (GOMODS). OpenShift Serverless 1.37 (channel stable-1.37, which kfocp subscribes to on 4.14 and
 4.15 and which is published for every OpenShift minor kfocp supports) vendors knative.dev/operator
 v0.44.9-0.20251030190238-fb0238a50768 (openshift-knative/serverless-operator release-1.37
 c9356eaa6eeaa2eb134b8c633d916104e50f2571, go.mod; Knative 1.17). The Go module proxy does not serve
@@ -12,7 +13,9 @@ that pseudo-version ("403 Forbidden: This module version is not available"), so 
 v0.44.8 (tag knative-v1.17.8, aaf737c4), the release of the same branch it is one commit after
 (knative/operator fb0238a50 "Propagate manifests paths earlier to operator status", which adds the
 Serving 1.17.2 manifests, whose 2-serving-core.yaml differs from 1.17.1's only in images and
-versions, and status bookkeeping). Serverless 1.38 (main 02f6bc2c, unreleased) vendors v0.48.1.
+versions, and status bookkeeping). Serverless 1.38 (channel stable-1.38, kfocp's from 4.16 on)
+vendors v0.48.1 (main 02f6bc2c4dc6dc7509fd93379c8a6e90f4b5425f, project.yaml `version: 1.38.0`,
+`serving: knative-v1.21`), which the proxy serves: hack/knative/serverless-1.38/go.mod.
 
 What the operator needs, from its source, and what the plane gets for it:
 
@@ -27,9 +30,11 @@ What the operator needs, from its source, and what the plane gets for it:
   metadata.namespace, `knative-operator`, config/000-namespace.yaml), with that Deployment's
   METRICS_DOMAIN, CONFIG_LOGGING_NAME, CONFIG_OBSERVABILITY_NAME and KUBERNETES_MIN_VERSION;
 - no leader election: `--disable-ha` (knative.dev/pkg injection/sharedmain MainWithContext);
-- its listeners: the Prometheus exporter on METRICS_PROMETHEUS_HOST:METRICS_PROMETHEUS_PORT
-  (knative.dev/pkg metrics/config.go; 0.0.0.0:9090 by default) is put on 127.0.0.1 and a free
-  port; the profiling server listens on ":" + PROFILING_PORT (knative.dev/pkg profiling/server.go;
+- its listeners: the Prometheus exporter of 1.17's knative.dev/pkg on
+  METRICS_PROMETHEUS_HOST:METRICS_PROMETHEUS_PORT (metrics/config.go; 0.0.0.0:9090 by default) is
+  put on 127.0.0.1 and a free port (1.21's knative.dev/pkg, observability/metrics/config.go, exports
+  no metrics unless config-observability names a protocol: DefaultConfig is ProtocolNone); the
+  profiling server listens on ":" + PROFILING_PORT (knative.dev/pkg profiling/server.go;
   no host setting), given a free port: in the tests' network namespace (hack/netns.py) loopback is
   the only interface it can listen on.
 
@@ -54,7 +59,9 @@ from pathlib import Path
 
 from cluster import HACK, ClusterError, _lock, _module_dir, cache_root, free_port, module_version
 
-GOMOD = HACK / "knative" / "go.mod"
+# OpenShift Serverless channel -> the go.mod that pins the knative.dev/operator it vendors.
+GOMODS = {"stable-1.37": HACK / "knative" / "go.mod", "stable-1.38": HACK / "knative" / "serverless-1.38" / "go.mod"}
+DEFAULT = "stable-1.37"
 OPERATOR = "knative.dev/operator"
 # The namespace the operator runs in (config/000-namespace.yaml, config/manager/operator.yaml).
 NAMESPACE = "knative-operator"
@@ -62,43 +69,43 @@ CRDS = ("config/crd/bases/operator.knative.dev_knativeservings.yaml",
         "config/crd/bases/operator.knative.dev_knativeeventings.yaml")
 
 
-def version() -> str:
-    return module_version(GOMOD, OPERATOR)
+def version(channel: str = DEFAULT) -> str:
+    return module_version(GOMODS[channel], OPERATOR)
 
 
-def module_dir() -> Path:
+def module_dir(channel: str = DEFAULT) -> Path:
     """The operator module's directory in the Go module cache (downloaded when the cache lacks it)."""
-    ver = version()
+    ver = version(channel)
     gopath = os.environ.get("GOPATH") or str(Path.home() / "go")
     cache = Path(os.environ.get("GOMODCACHE") or Path(gopath.split(os.pathsep)[0]) / "pkg" / "mod")
     found = cache / re.sub(r"[A-Z]", lambda m: "!" + m.group(0).lower(), f"{OPERATOR}@{ver}")
     return found if found.is_dir() else _module_dir(OPERATOR, ver)
 
 
-def kodata() -> Path:
-    path = module_dir() / "cmd" / "operator" / "kodata"
+def kodata(channel: str = DEFAULT) -> Path:
+    path = module_dir(channel) / "cmd" / "operator" / "kodata"
     if not (path / "knative-serving").is_dir():
-        raise ClusterError(f"{OPERATOR}@{version()} has no cmd/operator/kodata/knative-serving at {path}")
+        raise ClusterError(f"{OPERATOR}@{version(channel)} has no cmd/operator/kodata/knative-serving at {path}")
     return path
 
 
-def build() -> Path:
+def build(channel: str = DEFAULT) -> Path:
     """The operator binary, built in the module's directory with its go.mod and go.sum (see the
     module docstring), into the cache keyed by version."""
-    dest = cache_root() / ("knative-operator-" + version())
+    dest = cache_root() / ("knative-operator-" + version(channel))
     binary = dest / "operator"
     if binary.exists():
         return binary
     if not shutil.which("go"):
         raise ClusterError("go is not on PATH: the Knative operator is built from its Go module")
-    source = module_dir()
+    source = module_dir(channel)
     with _lock(dest.parent / f".{dest.name}.lock"):
         if binary.exists():
             return binary
         tmp = dest.parent / f".{dest.name}.tmp"
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
-        print(f"building operator from {OPERATOR}@{version()}", file=sys.stderr, flush=True)
+        print(f"building operator from {OPERATOR}@{version(channel)}", file=sys.stderr, flush=True)
         env = dict(os.environ, CGO_ENABLED="0", GOFLAGS="-buildvcs=false -mod=readonly")
         cmd = ["nice", "-n", "10", "go", "build", "-trimpath", "-ldflags", "-s -w", "-o", str(tmp / "operator"),
                "./cmd/operator"]
@@ -111,14 +118,14 @@ def build() -> Path:
     return binary
 
 
-def crd_documents() -> list[str]:
-    return [(module_dir() / path).read_text() for path in CRDS]
+def crd_documents(channel: str = DEFAULT) -> list[str]:
+    return [(module_dir(channel) / path).read_text() for path in CRDS]
 
 
-def prepare(plane) -> None:
+def prepare(plane, channel: str = DEFAULT) -> None:
     """Serve the operator's CRDs (the module's, replacing the plane's trimmed KnativeServing CRD) and
     make its namespace."""
-    for text in crd_documents():
+    for text in crd_documents(channel):
         plane.kubectl("apply", "--server-side", "--force-conflicts", "--field-manager=cluster-bootstrap",
                       "-f", "-", input=text)
     plane.wait_established()
@@ -127,16 +134,16 @@ def prepare(plane) -> None:
 
 
 class Operator:
-    """The Knative operator running against `plane` (its admin kubeconfig), with its log in the
-    plane's directory. A context manager: stopped on exit."""
+    """The Knative operator of Serverless channel `channel` running against `plane` (its admin
+    kubeconfig), with its log in the plane's directory. A context manager: stopped on exit."""
 
-    def __init__(self, plane, namespace: str = NAMESPACE):
-        self.plane, self.namespace = plane, namespace
+    def __init__(self, plane, channel: str = DEFAULT, namespace: str = NAMESPACE):
+        self.plane, self.channel, self.namespace = plane, channel, namespace
         self.log = plane.dir / "knative-operator.log"
         self.proc = None
 
     def env(self) -> dict[str, str]:
-        return {"KUBECONFIG": str(self.plane.kubeconfig), "KO_DATA_PATH": str(kodata()),
+        return {"KUBECONFIG": str(self.plane.kubeconfig), "KO_DATA_PATH": str(kodata(self.channel)),
                 "SYSTEM_NAMESPACE": self.namespace, "POD_NAME": "knative-operator-local",
                 "METRICS_DOMAIN": "knative.dev/operator", "CONFIG_LOGGING_NAME": "config-logging",
                 "CONFIG_OBSERVABILITY_NAME": "config-observability", "KUBERNETES_MIN_VERSION": "",
@@ -145,7 +152,7 @@ class Operator:
                 "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
 
     def start(self) -> "Operator":
-        cmd = [str(build()), "--kubeconfig", str(self.plane.kubeconfig), "--disable-ha"]
+        cmd = [str(build(self.channel)), "--kubeconfig", str(self.plane.kubeconfig), "--disable-ha"]
         with open(self.log, "ab") as log:
             self.proc = subprocess.Popen(cmd, env=self.env(), stdout=log, stderr=subprocess.STDOUT,
                                          start_new_session=True)
@@ -174,7 +181,8 @@ class Operator:
 
 
 if __name__ == "__main__":
-    # make build: the binary the Knative judge's test runs, built before it (it runs with no route off the machine)
+    # make build: the binaries the Knative judge's test runs, built before it (it runs with no route off the machine)
     if sys.argv[1:] != ["build"]:
         raise SystemExit("usage: python hack/knative_operator.py build")
-    print(build())
+    for name in GOMODS:
+        print(build(name))

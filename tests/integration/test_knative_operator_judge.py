@@ -1,7 +1,8 @@
 """The Knative operator itself (knative.dev/operator cmd/operator, built from its Go module at the
-version hack/knative/go.mod pins, run by hack/knative_operator.py) as the judge of the
-KnativeServing the serverless role writes: from what the operator makes of it, on a control plane
-with the module's own KnativeServing CRD,
+version OpenShift Serverless vendors for each channel kfocp subscribes to, pinned by
+hack/knative/go.mod and hack/knative/serverless-1.38/go.mod, run by hack/knative_operator.py) as the
+judge of the KnativeServing the serverless role writes: from what the operator makes of it, on a
+control plane of each case's own with the module's own KnativeServing CRD,
 
 - Knative Serving's and Kourier's Deployments exist with their ServiceAccounts (the account each pod
   template runs as, the API server's ServiceAccount admission deciding `default` for one that names
@@ -24,19 +25,25 @@ openshift-knative-operator/pkg/serving/kourier.go, `return servingNs + "-ingress
 02f6bc2c). So for Kourier's workloads the judge decides the account, and the namespace of kfocp's
 principal (knative-serving-ingress) is taken from Serverless's source, not from the operator.
 """
+import pytest
 import yaml
 
 import knative_operator
 import standins
+from ansible_collections.kfocp.kubeflow.plugins.module_utils import versions
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import mesh, namespace_policies, serverless
-from helpers import ROOT, ensure_namespace, only_roles, play_olm_csv_succeeded, wait_for
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import Client
+from cluster import ControlPlane
+from helpers import ROOT, ensure_namespace, only_roles, play_olm_csv_succeeded, run_playbook, wait_for
 
-OWN_PLANE = True
+# An OpenShift minor of each Serverless channel kfocp subscribes to by default (versions.DEFAULT_CHANNELS),
+# with the CSV of that channel's release.
+CASES = [("4.14", "stable-1.37", "serverless-operator.v1.37.2"), ("4.20", "stable-1.38", "serverless-operator.v1.38.0")]
 SERVING = serverless.SERVING_NAMESPACE
 INGRESS = SERVING + serverless.INGRESS_SUFFIX
 KNATIVE_SERVING = ("operator.knative.dev/v1beta1", "KnativeServing")
-# Knative Serving's workloads (kodata/knative-serving/1.17.1/2-serving-core.yaml) and Kourier's
-# (kodata/ingress/1.17/kourier/kourier.yaml), as the operator makes them.
+# Knative Serving's workloads (kodata/knative-serving/1.17.1/2-serving-core.yaml, 1.21.1/ in v0.48.1)
+# and Kourier's (kodata/ingress/1.17/kourier/kourier.yaml, 1.21/), as the operator makes them.
 DEPLOYMENTS = ("activator", "autoscaler", "controller", "webhook", "3scale-kourier-gateway", "net-kourier-controller")
 KOURIER = ("3scale-kourier-gateway", "net-kourier-controller")
 # A user's override under the deprecated `deployments`, which kfocp moves to `workloads`.
@@ -124,16 +131,34 @@ def operator_deployments(kube):
             if any(o["kind"] == "KnativeServing" for o in d["metadata"].get("ownerReferences") or [])}
 
 
+@pytest.fixture
+def plane(tmp_path_factory):
+    """A control plane of the case's own: the operator makes cluster-wide objects (Knative's CRDs and
+    ClusterRoles) and the KnativeServing has a fixed name. Yields (plane, client)."""
+    made = ControlPlane(tmp_path_factory.mktemp("knative-plane")).up()
+    try:
+        yield made, Client.from_params({"kubeconfig": str(made.kubeconfig)})
+    finally:
+        made.destroy()
+
+
+@pytest.mark.parametrize("openshift, channel, csv", CASES)
 def test_the_knative_operator_runs_kfocps_serving_as_the_accounts_its_policies_admit_with_its_overrides(
-        playbook, kube, control_plane, instance):
-    knative_operator.prepare(control_plane)
+        plane, tmp_path, instance, openshift, channel, csv):
+    control_plane, kube = plane
+    assert versions.DEFAULT_CHANNELS[openshift][versions.SERVERLESS] == channel
+    knative_operator.prepare(control_plane, channel)
     ensure_namespace(kube, "openshift-serverless")
-    play_olm_csv_succeeded(kube, "openshift-serverless", "serverless-operator", "serverless-operator.v1.37.2")
+    play_olm_csv_succeeded(kube, "openshift-serverless", "serverless-operator", csv)
     spec = {"high-availability": {"replicas": 2}, "deployments": [USER_OVERRIDE]}
     extra = dict(only_roles("serverless"), kfocp_instance=instance, kfocp_serverless_enabled=True, scc_grants=[],
-                 serverless_csv_timeout=5, serverless_csv_poll_interval=1, serverless_knative_serving_spec=spec)
-    result = playbook("site", extra)
+                 kfocp_openshift_version=openshift, serverless_csv_timeout=5, serverless_csv_poll_interval=1,
+                 serverless_knative_serving_spec=spec)
+    result = run_playbook(control_plane, "site", extra, tmp_path)
     assert result.rc == 0, result.stdout[-3000:]
+    sub = kube.get(kube.resource("operators.coreos.com/v1alpha1", "Subscription"), "serverless-operator",
+                   "openshift-serverless")
+    assert sub["spec"]["channel"] == channel  # the channel whose operator judges
     ks = kube.get(kube.resource(*KNATIVE_SERVING), "knative-serving", SERVING)
     overrides = ks["spec"].get("workloads") or []
     # what kfocp wrote, through the module's CRD (nothing pruned): the mesh workloads' sidecars and
@@ -141,7 +166,7 @@ def test_the_knative_operator_runs_kfocps_serving_as_the_accounts_its_policies_a
     assert {e["name"] for e in overrides} == set(serverless.MESH_DEPLOYMENTS) | {"controller"}, overrides
     assert "deployments" not in ks["spec"]
 
-    operator = knative_operator.Operator(control_plane)
+    operator = knative_operator.Operator(control_plane, channel)
     with operator:
         try:
             made = wait_for(lambda: (lambda m: m if set(DEPLOYMENTS) <= set(m) else None)(operator_deployments(kube)),
