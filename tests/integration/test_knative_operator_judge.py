@@ -15,7 +15,8 @@ control plane of each case's own with the module's own KnativeServing CRD,
 - the stand-in of what the Serverless operator runs (standins.knative_serving_workloads, which
   other tests use) names the Deployments and accounts the operator makes;
 - the workload overrides kfocp writes (the sidecar label and probe annotation, and a user's
-  `deployments` entry kfocp moves to `workloads`) land on the operator's Deployments' pod templates.
+  `deployments` entry kfocp moves to `workloads`) land on the operator's Deployments' pod templates,
+  and its `high-availability.replicas` on their replicas (or their HPAs' minimum).
 
 The judge's limit: upstream's operator runs Kourier in the KnativeServing's namespace
 (knative/operator pkg/reconciler/common/transformers.go InjectNamespace: every manifest's
@@ -112,6 +113,21 @@ def override_problems(overrides, made):
     return problems
 
 
+def ha_problems(replicas, made, hpas):
+    """What of kfocp's `high-availability.replicas` the operator's workloads do not run with: a
+    Deployment an HPA scales must have it as the HPA's minimum at least, any other as its replicas
+    (knative/operator pkg/reconciler/common/ha.go HighAvailabilityTransform, hpa.go hpaTransform)."""
+    scaled = {h["spec"]["scaleTargetRef"]["name"]: h for h in hpas if h["spec"]["scaleTargetRef"]["kind"] == "Deployment"}
+    problems = []
+    for name, dep in sorted(made.items()):
+        if name in scaled:
+            if scaled[name]["spec"].get("minReplicas", 1) < replicas:
+                problems.append("%s's HPA has minReplicas %s, under kfocp's %d" % (name, scaled[name]["spec"].get("minReplicas"), replicas))
+        elif dep["spec"].get("replicas") != replicas:
+            problems.append("%s has %s replicas, not kfocp's %d" % (name, dep["spec"].get("replicas"), replicas))
+    return problems
+
+
 def knative_policy_principals(profile_name):
     """The principals of the Knative AuthorizationPolicies namespace_policies writes in a profile
     namespace, with the role's defaults (their principals are serverless.data_path_principals())."""
@@ -200,10 +216,16 @@ def test_the_knative_operator_runs_kfocps_serving_as_the_accounts_its_policies_a
             "3scale-kourier-gateway": serverless.KOURIER_GATEWAY_ACCOUNT}, ran_as
         assert all(made[n]["spec"]["template"]["metadata"]["labels"][serverless.INJECT] == "true"
                    for n in serverless.MESH_DEPLOYMENTS)
+        hpa_res = kube.resource("autoscaling/v2", "HorizontalPodAutoscaler")
+        hpas = wait_for(lambda: (lambda found: found if {h["spec"]["scaleTargetRef"]["name"] for h in found}
+                                 >= {"activator", "webhook"} else None)(kube.list(hpa_res, namespace=SERVING)),
+                        timeout=30, what="the operator's HPAs of the activator and the webhook")
+        assert ha_problems(ks["spec"]["high-availability"]["replicas"], made, hpas) == []
 
         # negative controls: the autoscaler admitted by its Deployment's name (it runs as
-        # `controller`), and the gateway's sidecar override under a name the operator has no
-        # Deployment of (it ignores it: workload_override.go matches override.Name)
+        # `controller`), three replicas the operator was not given, and the gateway's sidecar
+        # override under a name the operator has no Deployment of (it ignores it:
+        # workload_override.go matches override.Name)
         planted = [p for p in principals if not p.endswith("/sa/controller")] + [
             mesh.principal(SERVING, "autoscaler")]
         assert principal_problems(planted, made, ran_as) == [
@@ -211,6 +233,9 @@ def test_the_knative_operator_runs_kfocps_serving_as_the_accounts_its_policies_a
             "kfocp gives a sidecar (activator runs as activator, autoscaler runs as controller, "
             "3scale-kourier-gateway runs as default)",
             "autoscaler run as controller, which kfocp's policies do not admit"]
+        planted_ha = ha_problems(3, made, hpas)
+        assert "controller has 2 replicas, not kfocp's 3" in planted_ha, planted_ha
+        assert "activator's HPA has minReplicas 2, under kfocp's 3" in planted_ha, planted_ha
         wrong = [dict(e, name="kourier-gateway") if e["name"] == "3scale-kourier-gateway" else e for e in overrides]
         wrong.append({"name": "activator", "labels": {"kfocp.test/round": "2"}})
         kube.request("PATCH", kube.path(kube.resource(*KNATIVE_SERVING), SERVING, "knative-serving"),
