@@ -10,23 +10,25 @@ writes the issued CA into the webhook configurations annotated cert-manager.io/i
 The module proxy serves cert-manager's root module (github.com/cert-manager/cert-manager: the
 controllers, the issuers, the injector) but not the modules of its binaries (cmd/controller and
 cmd/cainjector are modules of their own, tagged cmd/controller/v1.19.4; the proxy answers 404 for
-github.com/cert-manager/cert-manager/cmd/controller@v1.19.4 and its list). Their files at tag
-v1.19.4 (commit 83820a03ce3e6b8a1084fa765d77a6b5b98e6943) are copied unchanged into
-hack/cert-manager/controller and hack/cert-manager/cainjector, but their go.mod: upstream's
-`replace github.com/cert-manager/cert-manager => ../../` becomes the root module at v1.19.4 from
-the proxy, which go.sum pins. Nothing else of cert-manager comes from anywhere but the proxy.
+github.com/cert-manager/cert-manager/cmd/controller@v1.19.4 and its list). So the binaries are
+kfocp's own: hack/cert-manager is one module (kfocp.local/hack/cert-manager, its go.sum pinning
+every module) with two short commands, controller/ and cainjector/, that do what upstream's
+cmd/controller/app/controller.go and cmd/cainjector/app/controller.go do, through the root module's
+exported packages only: pkg/controller (NewContextFactory, the Known registry of controllers each
+package registers in its init) and pkg/controller/cainjector (RegisterAllInjectors on a
+controller-runtime manager whose user agent, hence field manager, is cert-manager-cainjector).
+Nothing of cert-manager comes from anywhere but the proxy.
 
-How they run here (flags of cmd/controller/app/options/options.go and cmd/cainjector/app/options/
-options.go at v1.19.4): `--kubeconfig` the plane's admin kubeconfig (no in-cluster config),
-`--leader-elect=false` (no Lease), the metrics and health servers on 127.0.0.1 port 0 (the
-controller's health address is only in its configuration file, ControllerConfiguration
-healthzListenAddress: pkg/apis/config/controller/v1alpha1/types.go), and the controller with only
-the controllers that issue from an Issuer of kind SelfSigned or CA and approve the requests:
-no ACME (orders, challenges), no ingress or gateway shim, no Vault or Venafi issuers. Every
-address either dials is the plane's, on loopback.
+How they run here (the commands' flags): `-kubeconfig` the plane's admin kubeconfig (no in-cluster
+config), no leader election (no Lease), no metrics, health or profiling servers (nothing listens),
+and the controller with only the controllers that issue from an Issuer of kind SelfSigned or CA
+and approve the requests: no ACME (orders, challenges), no ingress or gateway shim, no Vault or
+Venafi issuers (their packages are not even imported). Every address either dials is the plane's,
+on loopback.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import signal
@@ -42,10 +44,10 @@ SOURCE = HACK / "cert-manager"
 # the render's cert-manager Deployments), used as the cluster resource namespace as upstream's
 # chart passes it (--cluster-resource-namespace=$(POD_NAMESPACE)).
 NAMESPACE = "cert-manager"
-# The controllers the render's Issuers need (cmd/controller/app/options: --controllers, names of
-# pkg/controller/*/ and pkg/controller/certificaterequests/*): the Issuer's readiness, a
-# CertificateRequest's approval and its signing by a SelfSigned or CA issuer, and the Certificate's
-# life cycle (trigger, key, request, issuing, readiness, revisions).
+# The controllers the render's Issuers need (the names their packages of pkg/controller register,
+# as upstream's --controllers takes them; controller/main.go imports those packages): the Issuer's
+# readiness, a CertificateRequest's approval and its signing by a SelfSigned or CA issuer, and the
+# Certificate's life cycle (trigger, key, request, issuing, readiness, revisions).
 CONTROLLERS = ("issuers", "certificaterequests-approver", "certificaterequests-issuer-selfsigned",
                "certificaterequests-issuer-ca", "certificates-trigger", "certificates-key-manager",
                "certificates-request-manager", "certificates-issuing", "certificates-readiness",
@@ -54,9 +56,20 @@ CRDS = ("cert-manager.io_certificaterequests.yaml", "cert-manager.io_certificate
         "cert-manager.io_clusterissuers.yaml", "cert-manager.io_issuers.yaml",
         "acme.cert-manager.io_challenges.yaml", "acme.cert-manager.io_orders.yaml")
 
+# The commands of hack/cert-manager, built as cert-manager-<name>.
+COMMANDS = ("controller", "cainjector")
+
 
 def version() -> str:
-    return module_version(SOURCE / "controller" / "go.mod", MODULE)
+    return module_version(SOURCE / "go.mod", MODULE)
+
+
+def source_hash() -> str:
+    """A digest of the commands' source (go.mod, go.sum, each main.go): a change rebuilds them."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in SOURCE.rglob("*") if p.is_file() and (p.suffix == ".go" or p.name in ("go.mod", "go.sum"))):
+        digest.update(str(path.relative_to(SOURCE)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:12]
 
 
 def _ldflags(ver: str) -> str:
@@ -67,18 +80,15 @@ def _ldflags(ver: str) -> str:
 def build() -> dict[str, Path]:
     """{name: path} of the controller and the CA injector (built with the module proxy; cached)."""
     ver = version()
-    out = {}
-    for name in ("controller", "cainjector"):
-        binary = "cert-manager-" + name
-        dest = go_build(SOURCE / name, {binary: "."}, cache_root() / f"{binary}-{ver}", _ldflags(ver))
-        out[name] = dest / binary
-    return out
+    binaries = {"cert-manager-" + name: "./" + name for name in COMMANDS}
+    dest = go_build(SOURCE, binaries, cache_root() / f"cert-manager-{ver}-{source_hash()}", _ldflags(ver))
+    return {name: dest / ("cert-manager-" + name) for name in COMMANDS}
 
 
 def module_dir() -> Path:
     """The root module's directory in the Go module cache (downloaded when missing)."""
     from gpu_operator import module_dir as cached_module_dir
-    return cached_module_dir(MODULE, SOURCE / "controller" / "go.mod")
+    return cached_module_dir(MODULE, SOURCE / "go.mod")
 
 
 def crd_documents() -> list[str]:
@@ -107,19 +117,12 @@ class CertManager:
 
     def commands(self) -> dict[str, list[str]]:
         binaries = build()
-        config = self.plane.dir / "cert-manager-controller.json"
-        config.write_text(json.dumps({"apiVersion": "controller.config.cert-manager.io/v1alpha1",
-                                      "kind": "ControllerConfiguration",
-                                      "healthzListenAddress": "127.0.0.1:0"}))
-        kubeconfig = "--kubeconfig=%s" % self.plane.kubeconfig
+        kubeconfig = "-kubeconfig=%s" % self.plane.kubeconfig
         return {
-            "controller": [str(binaries["controller"]), kubeconfig, "--config=%s" % config, "--leader-elect=false",
-                           "--cluster-resource-namespace=%s" % NAMESPACE, "--metrics-listen-address=127.0.0.1:0",
-                           "--controllers=%s" % ",".join(CONTROLLERS), "--v=2"],
-            # cmd/cainjector/app/options: the injectables on by default (webhook configurations,
-            # APIServices, CRDs); no conversion or webhook servers of its own
-            "cainjector": [str(binaries["cainjector"]), kubeconfig, "--leader-elect=false",
-                           "--metrics-listen-address=0", "--v=2"],
+            "controller": [str(binaries["controller"]), kubeconfig, "-cluster-resource-namespace=%s" % NAMESPACE,
+                           "-controllers=%s" % ",".join(CONTROLLERS), "-v=2"],
+            # every injectable kind (webhook configurations, APIServices, CRDs), as upstream's defaults
+            "cainjector": [str(binaries["cainjector"]), kubeconfig, "-v=2"],
         }
 
     def start(self) -> "CertManager":
