@@ -26,6 +26,8 @@ openshift-knative-operator/pkg/serving/kourier.go, `return servingNs + "-ingress
 02f6bc2c). So for Kourier's workloads the judge decides the account, and the namespace of kfocp's
 principal (knative-serving-ingress) is taken from Serverless's source, not from the operator.
 """
+import time
+
 import pytest
 import yaml
 
@@ -82,7 +84,7 @@ def principal_problems(principals, made, ran_as):
             continue
         mesh_accounts.setdefault((made[name]["metadata"]["namespace"], ran_as[name]), []).append(name)
     for principal in principals:
-        trust, _, namespace, _, account = principal.split("/")
+        trust, _ns, namespace, _sa, account = principal.split("/")
         found = mesh_accounts.get((upstream_namespace(namespace), account))
         if trust != "cluster.local" or not found:
             problems.append("%s is the account of no pod template of the Deployments kfocp gives a sidecar (%s)"
@@ -185,8 +187,10 @@ def test_the_knative_operator_runs_kfocps_serving_as_the_accounts_its_policies_a
     operator = knative_operator.Operator(control_plane, channel)
     with operator:
         try:
-            made = wait_for(lambda: (lambda m: m if set(DEPLOYMENTS) <= set(m) else None)(operator_deployments(kube)),
-                            timeout=120, interval=1, what="the operator's Deployments %s" % (DEPLOYMENTS,))
+            def all_made():
+                found = operator_deployments(kube)
+                return found if set(DEPLOYMENTS) <= set(found) else None
+            made = wait_for(all_made, timeout=120, interval=1, what="the operator's Deployments %s" % (DEPLOYMENTS,))
         except AssertionError as err:
             raise AssertionError("%s\nknative operator log:\n%s" % (err, operator.tail())) from None
         wait_for(lambda: kube.get(kube.resource("v1", "ServiceAccount"), "default", SERVING), timeout=30,
@@ -217,9 +221,17 @@ def test_the_knative_operator_runs_kfocps_serving_as_the_accounts_its_policies_a
         assert all(made[n]["spec"]["template"]["metadata"]["labels"][serverless.INJECT] == "true"
                    for n in serverless.MESH_DEPLOYMENTS)
         hpa_res = kube.resource("autoscaling/v2", "HorizontalPodAutoscaler")
-        hpas = wait_for(lambda: (lambda found: found if {h["spec"]["scaleTargetRef"]["name"] for h in found}
-                                 >= {"activator", "webhook"} else None)(kube.list(hpa_res, namespace=SERVING)),
-                        timeout=30, what="the operator's HPAs of the activator and the webhook")
+
+        def hpas_made():
+            found = kube.list(hpa_res, namespace=SERVING)
+            return found if {h["spec"]["scaleTargetRef"]["name"] for h in found} >= {"activator", "webhook"} else None
+        hpas = wait_for(hpas_made, timeout=30, what="the operator's HPAs of the activator and the webhook")
+        # the operator reaches each Deployment's replicas in its own reconcile: read again until they
+        # settle (or 60 s), then judge what it holds
+        deadline = time.monotonic() + 60
+        while ha_problems(ks["spec"]["high-availability"]["replicas"], made, hpas) and time.monotonic() < deadline:
+            time.sleep(1)
+            made, hpas = operator_deployments(kube), kube.list(hpa_res, namespace=SERVING)
         assert ha_problems(ks["spec"]["high-availability"]["replicas"], made, hpas) == []
 
         # negative controls: the autoscaler admitted by its Deployment's name (it runs as
@@ -240,7 +252,9 @@ def test_the_knative_operator_runs_kfocps_serving_as_the_accounts_its_policies_a
         wrong.append({"name": "activator", "labels": {"kfocp.test/round": "2"}})
         kube.request("PATCH", kube.path(kube.resource(*KNATIVE_SERVING), SERVING, "knative-serving"),
                      body={"spec": {"workloads": wrong}}, content_type="application/merge-patch+json")
-        made = wait_for(lambda: (lambda m: m if m["activator"]["spec"]["template"]["metadata"]["labels"].get(
-            "kfocp.test/round") == "2" else None)(operator_deployments(kube)), timeout=60, interval=1,
-            what="the operator's reconcile of the planted overrides")
+
+        def reconciled():
+            found = operator_deployments(kube)
+            return found if found["activator"]["spec"]["template"]["metadata"]["labels"].get("kfocp.test/round") == "2" else None
+        made = wait_for(reconciled, timeout=60, interval=1, what="the operator's reconcile of the planted overrides")
         assert override_problems(wrong, made) == ["override kourier-gateway names no Deployment the operator made"]

@@ -360,4 +360,3 @@ def test_who_reaches_each_ui_of_a_real_release(playbook, kube, control_plane, in
 class NoRedirect(urllib.request.HTTPRedirectHandler):
     def redirect_request(self, *args, **kwargs):
         return None
-

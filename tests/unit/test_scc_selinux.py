@@ -54,8 +54,8 @@ def workload(obj):
             "spec": {"template": {"metadata": {}, "spec": obj["spec"]}}}
 
 
-def admit(obj, usable=USABLE, namespace=NAMESPACE, version=None):
-    return standins.scc_admit(shipped(version), obj, lambda name: name in usable, namespace)
+def admit(obj, usable=USABLE, namespace=None, version=None):
+    return standins.scc_admit(shipped(version), obj, lambda name: name in usable, NAMESPACE if namespace is None else namespace)
 
 
 def grant(obj, level=LEVEL, version=None):
