@@ -29,14 +29,11 @@ on loopback.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
-import signal
-import subprocess
-import time
 from pathlib import Path
 
-from cluster import HACK, ClusterError, cache_root, go_build, module_version
+from cluster import HACK, cache_root, go_build, module_version
+from judge import Judge, serve_crds
 
 MODULE = "github.com/cert-manager/cert-manager"
 SOURCE = HACK / "cert-manager"
@@ -98,66 +95,26 @@ def crd_documents() -> list[str]:
 
 def prepare(plane) -> None:
     """Serve cert-manager's kinds (its CRDs, applied as the cluster's own) and its namespace."""
-    for text in crd_documents():
-        plane.kubectl("apply", "--server-side", "--force-conflicts", "--field-manager=cluster-bootstrap",
-                      "-f", "-", input=text)
-    plane.wait_established()
-    plane.kubectl("apply", "--server-side", "--field-manager=cluster-bootstrap", "-f", "-",
-                  input=json.dumps({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}}))
+    serve_crds(plane, crd_documents(), NAMESPACE)
 
 
-class CertManager:
+class CertManager(Judge):
     """cert-manager's controller and CA injector running against `plane` (its admin kubeconfig),
     each a child process with its log in the plane's directory. A context manager: stopped on exit."""
 
-    def __init__(self, plane):
-        self.plane = plane
-        self.procs: dict[str, subprocess.Popen] = {}
-        self.logs = {name: plane.dir / f"cert-manager-{name}.log" for name in ("controller", "cainjector")}
+    what = "cert-manager"
+    prefix = "cert-manager-"
 
-    def commands(self) -> dict[str, list[str]]:
+    def commands(self):
         binaries = build()
+        env = dict(os.environ, KUBECONFIG=str(self.plane.kubeconfig), POD_NAMESPACE=NAMESPACE)
         kubeconfig = "-kubeconfig=%s" % self.plane.kubeconfig
         return {
-            "controller": [str(binaries["controller"]), kubeconfig, "-cluster-resource-namespace=%s" % NAMESPACE,
-                           "-controllers=%s" % ",".join(CONTROLLERS), "-v=2"],
+            "controller": ([str(binaries["controller"]), kubeconfig, "-cluster-resource-namespace=%s" % NAMESPACE,
+                            "-controllers=%s" % ",".join(CONTROLLERS), "-v=2"], env),
             # every injectable kind (webhook configurations, APIServices, CRDs), as upstream's defaults
-            "cainjector": [str(binaries["cainjector"]), kubeconfig, "-v=2"],
+            "cainjector": ([str(binaries["cainjector"]), kubeconfig, "-v=2"], env),
         }
-
-    def start(self) -> "CertManager":
-        env = dict(os.environ, KUBECONFIG=str(self.plane.kubeconfig), POD_NAMESPACE=NAMESPACE)
-        for name, cmd in self.commands().items():
-            with open(self.logs[name], "ab") as log:
-                self.procs[name] = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                                    start_new_session=True)
-        time.sleep(1)
-        for name, proc in self.procs.items():
-            if proc.poll() is not None:
-                self.stop()
-                raise ClusterError(f"cert-manager's {name} exited at once ({proc.returncode}): {self.tail(name)}")
-        return self
-
-    def tail(self, name: str, chars: int = 4000) -> str:
-        log = self.logs[name]
-        return log.read_text(errors="replace")[-chars:] if log.exists() else ""
-
-    def stop(self) -> None:
-        for proc in self.procs.values():
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGTERM)
-        for proc in self.procs.values():
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-
-    def __enter__(self) -> "CertManager":
-        return self.start()
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
 
 
 if __name__ == "__main__":

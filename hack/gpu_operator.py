@@ -40,12 +40,10 @@ import json
 import os
 import re
 import shutil
-import signal
-import subprocess
-import time
 from pathlib import Path
 
-from cluster import HACK, OPENSHIFT, ClusterError, _module_dir, cache_root, go_install, module_version
+from cluster import HACK, OPENSHIFT, _module_dir, cache_root, go_install, module_version
+from judge import Judge
 
 UPSTREAM = HACK.parent / "tests" / "upstream" / "go.mod"
 GPU_OPERATOR = "github.com/NVIDIA/gpu-operator"
@@ -151,17 +149,18 @@ def _root(dest: Path, openshift: str) -> Path:
     return dest
 
 
-class Operator:
+class Operator(Judge):
     """The GPU operator running against `plane` (its admin kubeconfig) in NAMESPACE, on a node of
     OpenShift `openshift` (x.y), with its log in the plane's directory. A context manager: stopped
     on exit. It runs chrooted in its own root (_root), in a mount namespace of its own."""
 
-    def __init__(self, plane, openshift: str, namespace: str = NAMESPACE):
-        self.plane, self.openshift, self.namespace = plane, openshift, namespace
-        self.log = plane.dir / "gpu-operator.log"
-        self.proc = None
+    what = "gpu-operator"
 
-    def start(self) -> "Operator":
+    def __init__(self, plane, openshift: str, namespace: str = NAMESPACE):
+        super().__init__(plane)
+        self.openshift, self.namespace = openshift, namespace
+
+    def commands(self):
         root = _root(self.plane.dir / "gpu-operator-root", self.openshift)
         shutil.copy2(self.plane.kubeconfig, root / "kubeconfig")
         script = 'mount -t proc proc "$0/proc" 2>/dev/null; exec chroot "$0" "$@"'
@@ -172,30 +171,7 @@ class Operator:
                 "--metrics-bind-address=0", "--health-probe-bind-address=0"]
         env = dict(olm_env(), KUBECONFIG="/kubeconfig", OPERATOR_NAMESPACE=self.namespace, HOME="/", USER="root",
                    PATH=os.environ.get("PATH", "/usr/bin:/bin"))
-        with open(self.log, "ab") as log:
-            self.proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-        time.sleep(1)
-        if self.proc.poll() is not None:
-            raise ClusterError(f"gpu-operator exited at once ({self.proc.returncode}): {self.tail()}")
-        return self
-
-    def tail(self, chars: int = 4000) -> str:
-        return self.log.read_text(errors="replace")[-chars:] if self.log.exists() else ""
-
-    def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
-
-    def __enter__(self) -> "Operator":
-        return self.start()
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
+        return {"gpu-operator": (cmd, env)}
 
 
 if __name__ == "__main__":

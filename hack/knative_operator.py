@@ -51,13 +51,12 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from cluster import HACK, ClusterError, _lock, _module_dir, cache_root, free_port, module_version
+from judge import Judge, serve_crds
 
 # OpenShift Serverless channel -> the go.mod that pins the knative.dev/operator it vendors.
 GOMODS = {"stable-1.37": HACK / "knative" / "go.mod", "stable-1.38": HACK / "knative" / "serverless-1.38" / "go.mod"}
@@ -125,22 +124,18 @@ def crd_documents(channel: str = DEFAULT) -> list[str]:
 def prepare(plane, channel: str = DEFAULT) -> None:
     """Serve the operator's CRDs (the module's, replacing the plane's trimmed KnativeServing CRD) and
     make its namespace."""
-    for text in crd_documents(channel):
-        plane.kubectl("apply", "--server-side", "--force-conflicts", "--field-manager=cluster-bootstrap",
-                      "-f", "-", input=text)
-    plane.wait_established()
-    plane.kubectl("apply", "--server-side", "--field-manager=cluster-bootstrap", "-f", "-",
-                  input='{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "%s"}}' % NAMESPACE)
+    serve_crds(plane, crd_documents(channel), NAMESPACE)
 
 
-class Operator:
+class Operator(Judge):
     """The Knative operator of Serverless channel `channel` running against `plane` (its admin
     kubeconfig), with its log in the plane's directory. A context manager: stopped on exit."""
 
+    what = "the Knative operator"
+
     def __init__(self, plane, channel: str = DEFAULT, namespace: str = NAMESPACE):
-        self.plane, self.channel, self.namespace = plane, channel, namespace
-        self.log = plane.dir / "knative-operator.log"
-        self.proc = None
+        super().__init__(plane)
+        self.channel, self.namespace = channel, namespace
 
     def env(self) -> dict[str, str]:
         return {"KUBECONFIG": str(self.plane.kubeconfig), "KO_DATA_PATH": str(kodata(self.channel)),
@@ -151,33 +146,9 @@ class Operator:
                 "PROFILING_PORT": str(free_port()), "HOME": str(self.plane.dir),
                 "PATH": os.environ.get("PATH", "/usr/bin:/bin")}
 
-    def start(self) -> "Operator":
-        cmd = [str(build(self.channel)), "--kubeconfig", str(self.plane.kubeconfig), "--disable-ha"]
-        with open(self.log, "ab") as log:
-            self.proc = subprocess.Popen(cmd, env=self.env(), stdout=log, stderr=subprocess.STDOUT,
-                                         start_new_session=True)
-        time.sleep(1)
-        if self.proc.poll() is not None:
-            raise ClusterError(f"the Knative operator exited at once ({self.proc.returncode}): {self.tail()}")
-        return self
-
-    def tail(self, chars: int = 4000) -> str:
-        return self.log.read_text(errors="replace")[-chars:] if self.log.exists() else ""
-
-    def stop(self) -> None:
-        if self.proc and self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
-
-    def __enter__(self) -> "Operator":
-        return self.start()
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
+    def commands(self):
+        return {"knative-operator": ([str(build(self.channel)), "--kubeconfig", str(self.plane.kubeconfig),
+                                      "--disable-ha"], self.env())}
 
 
 if __name__ == "__main__":

@@ -145,7 +145,7 @@ def test_the_operator_places_its_operands_on_gpu_nodes_of_either_taint_and_nfd_h
         except AssertionError as err:
             states = {ds["metadata"]["name"]: (ds.get("status"), ds["spec"]["template"]["spec"].get("tolerations"))
                       for ds in kube.list(daemonsets, namespace=NAMESPACE)}
-            raise AssertionError("%s\n%s\ngpu-operator log:\n%s" % (err, states, operator.tail(1500))) from None
+            raise AssertionError("%s\n%s\ngpu-operator log:\n%s" % (err, states, operator.tail(chars=1500))) from None
     finally:
         operator.stop()
         for ds in kube.list(daemonsets, namespace=NAMESPACE):

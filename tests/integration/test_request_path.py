@@ -179,17 +179,21 @@ def run_gateway_lua(source, headers):
     return dict(values)
 
 
-def route_for(kube, path, gateway_pod, gateway_ns):
-    """The VirtualService route the gateway takes for `path`: only VirtualServices bound to a
-    Gateway that selects the gateway's pods count. Returns (destination host, VirtualService)."""
+def bound_virtualservices(kube, gateway_pod):
+    """The VirtualServices bound to a Gateway that selects the gateway's pods (labels)."""
     for vs in items(kube, "networking.istio.io/v1beta1", "VirtualService"):
-        bound = False
         for ref in vs["spec"].get("gateways") or []:
             gw_ns, _sep, gw_name = ref.rpartition("/")
             gateway = get(kube, "networking.istio.io/v1beta1", "Gateway", gw_name, gw_ns or vs["metadata"]["namespace"])
-            bound = bound or bool(gateway and selects(gateway["spec"].get("selector"), gateway_pod))
-        if not bound:
-            continue
+            if gateway and selects(gateway["spec"].get("selector"), gateway_pod):
+                yield vs
+                break
+
+
+def route_for(kube, path, gateway_pod, gateway_ns):
+    """The VirtualService route the gateway takes for `path`: only VirtualServices bound to a
+    Gateway that selects the gateway's pods count. Returns (destination host, VirtualService)."""
+    for vs in bound_virtualservices(kube, gateway_pod):
         for http in vs["spec"].get("http") or []:
             if any(path.startswith((m.get("uri") or {}).get("prefix", "\0")) for m in http.get("match") or []):
                 return http["route"][0]["destination"]["host"], vs

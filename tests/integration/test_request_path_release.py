@@ -40,8 +40,8 @@ from cluster import ClusterError, build_istio_judge
 from helpers import ROOT, isolated_policies, mesh_vars, oauth_proxy_lets_in, play_kfam_add_contributor
 from test_components_releases import (OPTIONAL_UI_PATHS, UI_PATHS, UPSTREAM, UPSTREAM_PRINCIPAL,
                                       install_prerequisite_crds, remote_bases)
-from test_request_path import (CONTRIBUTOR, KFOCP_CONTRIBUTOR, OWNER, STRANGER, USERS_GROUP, get, has_proxy,
-                               items, run_gateway, run_gateway_lua, selects)
+from test_request_path import (CONTRIBUTOR, KFOCP_CONTRIBUTOR, OWNER, STRANGER, USERS_GROUP, bound_virtualservices,
+                               get, has_proxy, items, run_gateway, run_gateway_lua, selects)
 
 pytestmark = pytest.mark.skipif(not UPSTREAM.is_dir(), reason="../shared/upstream (upstream's trees) is absent")
 
@@ -131,14 +131,7 @@ def published_paths(kube, gateway_pod):
     """(path, destination host, VirtualService) of each route of the VirtualServices bound to a
     Gateway that selects the gateway's pods: the VirtualService that publishes the path, read back."""
     out = []
-    for vs in items(kube, "networking.istio.io/v1beta1", "VirtualService"):
-        bound = False
-        for ref in vs["spec"].get("gateways") or []:
-            gw_ns, _sep, gw_name = ref.rpartition("/")
-            gateway = get(kube, "networking.istio.io/v1beta1", "Gateway", gw_name, gw_ns or vs["metadata"]["namespace"])
-            bound = bound or bool(gateway and selects(gateway["spec"].get("selector"), gateway_pod))
-        if not bound:
-            continue
+    for vs in bound_virtualservices(kube, gateway_pod):
         for http in vs["spec"].get("http") or []:
             host = http["route"][0]["destination"]["host"]
             out += [(m["uri"]["prefix"], host, vs) for m in http.get("match") or [] if "prefix" in m.get("uri", {})]
