@@ -5,15 +5,18 @@ import time
 
 import pytest
 
-from helpers import ROOT, only_roles, site_roles
+from helpers import ROOT, only_roles, site_roles, wait_for
 
 CRD = ROOT / "operator" / "config" / "crd" / "bases" / "kfocp.io_kubeflows.yaml"
 
 
 @pytest.fixture(scope="module")
-def kubeflow_crd(control_plane):
+def kubeflow_crd(control_plane, kube):
     control_plane.kubectl("apply", "--server-side", "--field-manager=kfocp-test", "--force-conflicts", "-f", str(CRD))
     control_plane.wait_established("kubeflows.kfocp.io")
+    # the API server's discovery serves a CRD's kind a moment after the CRD is Established
+    wait_for(lambda: kube.resources(refresh=True).get(("kfocp.io/v1alpha1", "Kubeflow")), 30,
+             what="the API server's discovery to serve kfocp.io/v1alpha1 Kubeflow")
     return CRD
 
 
