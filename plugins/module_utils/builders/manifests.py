@@ -885,15 +885,12 @@ def derive_scc(objs, uid_range=None, openshift=None, selinux_level=None):
     grants, model = [], scc_policies.model(openshift or None)
     for (namespace, account), specs in sorted(pods.items()):
         try:
-            scc, refused = scc_policies.least_privileged(specs, uid_range or None, version=openshift or None,
-                                                         selinux_level=selinux_level or None)
+            scc, refused, before = scc_policies.choose(specs, uid_range or None, version=openshift or None,
+                                                       selinux_level=selinux_level or None)
         except ValueError as error:
             raise DefinitionError("service account %s/%s: %s" % (namespace, account, error))
         if scc in model.defaults:
             continue
-        needy = scc_policies.needing_a_grant(specs, uid_range or None, version=openshift or None,
-                                             selinux_level=selinux_level or None)
-        before = scc_policies.before(scc, needy, openshift or None)
         reasons = []
         for label, field, why in refused:
             text = "%s: %s %s" % (label, field, why)

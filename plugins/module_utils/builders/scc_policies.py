@@ -605,17 +605,24 @@ def least_privileged(pods, uid_range=None, group_range=None, version=None, selin
     """The least privileged SCC (in the order of OpenShift `version`'s model()) that, with the SCCs
     every authenticated user may use, admits every pod, and the refusals of the SCC just before it:
     (scc, [(pod label, field path, why)]). `pods` is [(label, pod spec)] or [(label, pod spec, pod
-    annotations)]; `selinux_level` is the namespace's (refusals()).
+    annotations)]; `selinux_level` is the namespace's (refusals()). choose() also names that SCC."""
+    scc, refused, _before = choose(pods, uid_range, group_range, version, selinux_level)
+    return scc, refused
+
+
+def choose(pods, uid_range=None, group_range=None, version=None, selinux_level=None):
+    """least_privileged()'s answer and the SCC whose refusals it gives: (scc, refusals, that SCC).
 
     SCC admission admits a pod when any SCC it may use admits it, and takes the first of those by
     priority, points and name (sccadmission/admission.go computeSecurityContext, util/sort): so the
     grant need only admit the pods that no default SCC admits, and the refusals given are that
     grant's predecessor's on those pods. When every pod is admitted by one of the default SCCs (on
-    4.20 restricted-v2 or restricted-v3), it is the first of those, restricted-v2: no grant.
+    4.20 restricted-v2 or restricted-v3), it is the first of those, restricted-v2: no grant, and no
+    predecessor (None).
 
-    When pods pin an SCC (required_scc) it is that SCC, with the pin as the reason: admission
-    validates a pinned pod against it alone, and the account's other pods against the defaults
-    and it. A pod that would then be refused raises ValueError naming the field."""
+    When pods pin an SCC (required_scc) it is that SCC, with the pin as the reason and no
+    predecessor: admission validates a pinned pod against it alone, and the account's other pods
+    against the defaults and it. A pod that would then be refused raises ValueError naming the field."""
     namespace = (uid_range, group_range, selinux_level)
     pinned, label = required_scc(pods, version)
     if pinned:
@@ -626,18 +633,18 @@ def least_privileged(pods, uid_range=None, group_range=None, version=None, selin
         if refused:
             raise ValueError("%s: %s, the SCC %s pins with %s, refuses it: %s %s. Change the pod or the pin" % (
                 refused[0][1], pinned, label, REQUIRED_SCC_ANNOTATION, refused[0][0], refused[0][2]))
-        return pinned, [(label, "metadata.annotations[%s]" % REQUIRED_SCC_ANNOTATION, "pins %s" % pinned)]
+        return pinned, [(label, "metadata.annotations[%s]" % REQUIRED_SCC_ANNOTATION, "pins %s" % pinned)], None
     needy = needing_a_grant(pods, uid_range, group_range, version, selinux_level)
     order = _candidates(needy, version)
     if not needy:
-        return order[0], []
-    previous = []
+        return order[0], [], None
+    previous, tried = [], None
     for name in order:
         refused = _refused(name, needy, namespace, version)
         if not refused:
-            return name, previous
-        previous = refused
-    return order[-1], previous
+            return name, previous, tried
+        previous, tried = refused, name
+    return order[-1], previous, tried
 
 
 def needing_a_grant(pods, uid_range=None, group_range=None, version=None, selinux_level=None):
@@ -655,10 +662,3 @@ def _candidates(pods, version):
         return found.order
     return tuple(name for name in found.order if found.sccs[name]["userNamespaceLevel"] != "RequirePodLevel")
 
-
-def before(scc, pods, version=None):
-    """The SCC least_privileged() tried just before `scc` for these pods (those needing_a_grant()),
-    whose refusals it gives."""
-    order = _candidates(pods, version)
-    order = order if scc in order else model(version).order  # a pinned SCC
-    return order[order.index(scc) - 1]
