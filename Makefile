@@ -17,7 +17,7 @@ TEST_WORKERS ?= 2
 NETNS ?= 1
 OFFLINE := $(if $(filter 1,$(NETNS)),$(BIN)/python hack/netns.py --,)
 
-.PHONY: help venv build build-plane istioctl up down demo test unit integration lint sanity bench soak clean operator-crd demo-operator \
+.PHONY: help venv venv-runtime build build-plane istioctl up down demo test unit integration lint sanity bench soak clean operator-crd demo-operator \
 	operator-stack test-operator-stack
 
 help:
@@ -27,9 +27,15 @@ help:
 	@echo "make up / make down - start / stop the local control plane (.cluster/)"
 	@echo "make bench  - benchmarks against the alternatives (QUICK=1 for a CI-sized run)"
 
-$(BIN)/.installed: requirements.txt requirements-dev.txt requirements-aws.txt
+# What the playbooks, the operator and the control plane need (make up, make demo) ...
+$(BIN)/.runtime: requirements.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
+	$(BIN)/pip install -q -r requirements.txt
+	touch $@
+
+# ... and what the tests, the linters and the benchmarks add (make test, make bench).
+$(BIN)/.installed: $(BIN)/.runtime requirements-dev.txt requirements-aws.txt
 	$(BIN)/pip install -q -r requirements-dev.txt
 	$(BIN)/pip install -q --no-deps -r requirements-aws.txt
 	touch $@
@@ -37,6 +43,8 @@ $(BIN)/.installed: requirements.txt requirements-dev.txt requirements-aws.txt
 $(COLLECTION_LINK):
 	mkdir -p $(dir $(COLLECTION_LINK))
 	ln -sfn ../../../.. $(COLLECTION_LINK)
+
+venv-runtime: $(BIN)/.runtime $(COLLECTION_LINK)
 
 venv: $(BIN)/.installed $(COLLECTION_LINK)
 
@@ -77,7 +85,7 @@ build: venv
 # What the local control plane alone needs (make up, make demo): its binaries and the workloads'
 # (kube-scheduler, kwok); `up` copies OpenShift's CRDs from their modules. Argo CD, the judges,
 # ansible-operator and istioctl are for make test.
-build-plane: venv
+build-plane: venv-runtime
 	$(BIN)/python hack/cluster.py build --workloads
 
 # istioctl, for the tests that run its analyzers, and the istio-authz judge from the same module

@@ -146,12 +146,17 @@ def go_build(module_dir: Path, packages: dict[str, str], dest: Path, ldflags: st
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
         env = dict(os.environ, CGO_ENABLED="0", GOFLAGS="-mod=readonly -buildvcs=false")
-        for name, package in packages.items():
-            print(f"building {name} from {package} ({module_dir.name}/go.mod)", file=sys.stderr, flush=True)
-            cmd = ["nice", "-n", "10", "go", "build", "-trimpath", "-ldflags", ldflags, "-o", str(tmp / name), package]
+        # binaries named as their packages are built by one `go build`, which compiles the packages
+        # they share once and keeps both cores busy until the last link
+        together = [p for n, p in packages.items() if len(packages) > 1 and n == p.rstrip("/").rsplit("/", 1)[-1]]
+        steps = [(" ".join(packages), together, str(tmp) + os.sep)] if len(together) == len(packages) else [
+            (name, [package], str(tmp / name)) for name, package in packages.items()]
+        for names, targets, out in steps:
+            print(f"building {names} from {' '.join(targets)} ({module_dir.name}/go.mod)", file=sys.stderr, flush=True)
+            cmd = ["nice", "-n", "10", "go", "build", "-trimpath", "-ldflags", ldflags, "-o", out, *targets]
             proc = subprocess.run(cmd, cwd=module_dir, env=env, capture_output=True, text=True, check=False)
             if proc.returncode:
-                raise ClusterError(f"build of {name} failed: {' '.join(cmd)} (in {module_dir})\n{proc.stderr[-4000:]}")
+                raise ClusterError(f"build of {names} failed: {' '.join(cmd)} (in {module_dir})\n{proc.stderr[-4000:]}")
         shutil.rmtree(dest, ignore_errors=True)
         tmp.rename(dest)
     return dest
@@ -194,11 +199,8 @@ def go_install(package: str, version: str, dest: Path) -> Path:
 def build_workloads() -> dict[str, Path]:
     """Build or reuse what running workloads needs: kube-scheduler (from the same k8s.io/kubernetes
     module as the API server) and kwok, which plays the kubelets of simulated nodes."""
-    kv = kube_version()
-    scheduler = go_build(HACK / "kube", {"kube-scheduler": "k8s.io/kubernetes/cmd/kube-scheduler"},
-                         cache_root() / f"kube-scheduler-{kv}", _ldflags(kv))
-    kwok = go_install(KWOK[0], KWOK[1], cache_root() / f"kwok-{KWOK[1]}")
-    return {"kube-scheduler": scheduler / "kube-scheduler", "kwok": kwok, "kwok-stages": kwok_stages(kwok.parent)}
+    built = build(workloads=True)
+    return dict((name, built[name]) for name in WORKLOADS)
 
 
 def build_cyclonus() -> Path:
@@ -311,17 +313,26 @@ def build_judges() -> dict[str, Path]:
     return {name: dest / name for name in JUDGES}
 
 
-def build() -> dict[str, Path]:
-    """Build or reuse every control plane binary; return {name: path}."""
+KUBE = ("kube-apiserver", "kube-controller-manager", "kubectl", "kube-scheduler")
+WORKLOADS = ("kube-scheduler", "kwok", "kwok-stages")
+
+
+def build(workloads: bool = False) -> dict[str, Path]:
+    """Build or reuse every control plane binary, and with `workloads` kwok too; return {name: path}.
+
+    The Kubernetes binaries (kube-scheduler among them) come from one `go build`, and etcd and kwok
+    build beside it: on a cold cache the three run at once."""
     kv, ev = kube_version(), etcd_version()
-    kube = go_build(HACK / "kube", {
-        "kube-apiserver": "k8s.io/kubernetes/cmd/kube-apiserver",
-        "kube-controller-manager": "k8s.io/kubernetes/cmd/kube-controller-manager",
-        "kubectl": "k8s.io/kubernetes/cmd/kubectl",
-    }, cache_root() / kv, _ldflags(kv))
-    etcd = go_build(HACK / "etcd", {"etcd": "."}, cache_root() / f"etcd-{ev}")
-    return {"kube-apiserver": kube / "kube-apiserver", "kube-controller-manager": kube / "kube-controller-manager",
-            "kubectl": kube / "kubectl", "etcd": etcd / "etcd"}
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        kube = pool.submit(go_build, HACK / "kube", dict((name, "k8s.io/kubernetes/cmd/" + name) for name in KUBE),
+                           cache_root() / f"kube-{kv}", _ldflags(kv))
+        etcd = pool.submit(go_build, HACK / "etcd", {"etcd": "."}, cache_root() / f"etcd-{ev}")
+        kwok = pool.submit(go_install, KWOK[0], KWOK[1], cache_root() / f"kwok-{KWOK[1]}") if workloads else None
+        built = dict((name, kube.result() / name) for name in KUBE)
+        built["etcd"] = etcd.result() / "etcd"
+        if kwok:
+            built.update(kwok=kwok.result(), **{"kwok-stages": kwok_stages(kwok.result().parent)})
+    return built if workloads else dict((name, path) for name, path in built.items() if name not in WORKLOADS)
 
 
 # ---------------------------------------------------------------- certificates
@@ -451,9 +462,7 @@ class ControlPlane:
         if self.running() and (self.state().get("workloads", False) or not workloads):
             return self  # one that runs workloads serves those that do not need them too
         self.down(quiet=True)
-        bins = build()
-        if workloads:
-            bins.update(build_workloads())
+        bins = build(workloads=workloads)
         self.dir.mkdir(parents=True, exist_ok=True)
         (self.dir / "etcd").mkdir(exist_ok=True)
         logs = [self.dir / f"{name}.log" for name in COMPONENTS]
@@ -967,7 +976,7 @@ def main(argv=None) -> int:
     plane = ControlPlane(args.dir)
     try:
         if args.command == "build":
-            built = dict(build(), **(build_workloads() if args.workloads else {}))
+            built = build(workloads=args.workloads)
             if args.istioctl:
                 built["istioctl"] = build_istioctl()
                 built["istio-authz"] = build_istio_judge()
