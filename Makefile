@@ -78,6 +78,7 @@ build: venv
 	$(BIN)/python hack/gpu_operator.py build
 	$(BIN)/python hack/cert_manager.py build
 	$(BIN)/python hack/knative_operator.py build
+	$(BIN)/python hack/kserve.py build
 	cd tests/upstream && go mod download $$(awk '/^\t[a-z]/ {print $$1 "@" $$2}' go.mod)
 	@command -v redis-server >/dev/null || (apt-get update -qq && apt-get install -y -qq redis-server >/dev/null) \
 		|| { echo "Argo CD's tests need Redis: install Debian's redis-server"; exit 1; }
@@ -100,7 +101,7 @@ down:
 	@if [ -x $(BIN)/python ]; then $(BIN)/python hack/cluster.py down; fi
 
 demo: up
-	cd hack && ../$(BIN)/python demo.py
+	cd hack && KFOCP_NETNS=$(NETNS) ../$(BIN)/python demo.py
 
 test: venv build istioctl operator-stack lint sanity
 	$(OFFLINE) $(BIN)/python -m pytest -p no:cacheprovider --timeout=1800 -n $(TEST_WORKERS) --dist loadfile --durations=25 \

@@ -9,6 +9,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from cluster import ControlPlane
 from egress_guard import EgressGuard
@@ -115,6 +116,13 @@ PLANE = ControlPlane(os.environ.get("KFOCP_CLUSTER_DIR", ROOT / ".cluster"))
 def main():
     if not PLANE.running():
         sys.exit("the local control plane is not running: run `make up` (or `make demo`)")
+    if os.environ.get("KFOCP_NETNS", "1") == "1" and not os.environ.get("KFOCP_DEMO_IN_NETNS"):
+        # the demo runs with no route off this machine (hack/netns.py): the one port it reaches
+        # outside its network namespace is the API server's, which keeps running after it
+        port = urlsplit(PLANE.server).port
+        command = [sys.executable, str(ROOT / "hack" / "netns.py"), "--forward", str(port), "--",
+                   sys.executable, str(Path(__file__).resolve())]
+        sys.exit(subprocess.call(command, env=dict(os.environ, KFOCP_DEMO_IN_NETNS="1")))
     # nothing the demo or the control plane runs may dial an address off this machine
     guard = EgressGuard(roots=[os.getpid()], plane_dirs=[PLANE.dir]).start()
     seen = len(PLANE.egress_events())

@@ -130,3 +130,52 @@ def test_what_counts_as_off_the_machine(host, port, off):
 ])
 def test_the_proxy_dials_only_loopback_as_it_is(host, loopback):
     assert egress.is_loopback(host) is loopback
+
+
+FORWARDED = r"""
+import socket, sys
+reply = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
+reply.sendall(b"ping")
+print(reply.recv(100).decode())
+for port in (int(sys.argv[2]), 443):
+    try:
+        socket.create_connection(("127.0.0.1" if port != 443 else "10.0.0.1", port), timeout=5)
+        print("reached %d" % port)
+    except OSError as error:
+        print("refused %d: %s" % (port, error))
+sys.exit(7)
+"""
+
+
+def test_netns_forwards_the_ports_it_is_given_and_nothing_else(tmp_path):
+    """make demo's road (hack/netns.py --forward): inside, the forwarded port of this namespace's
+    loopback answers; another port that answers outside does not, nor any address off the machine;
+    the command's exit code comes back."""
+    import socket
+    import threading
+    servers = [socket.create_server(("127.0.0.1", 0)) for _ in range(2)]
+
+    def echo(server):
+        while True:
+            try:
+                conn, _addr = server.accept()
+            except OSError:
+                return
+            with conn:
+                conn.sendall(b"pong:" + conn.recv(100))
+    for server in servers:
+        threading.Thread(target=echo, args=(server,), daemon=True).start()
+    forwarded, other = (server.getsockname()[1] for server in servers)
+    (tmp_path / "dial.py").write_text(FORWARDED)
+    try:
+        proc = subprocess.run([sys.executable, str(ROOT / "hack" / "netns.py"), "--forward", str(forwarded), "--",
+                               sys.executable, str(tmp_path / "dial.py"), str(forwarded), str(other)],
+                              capture_output=True, text=True, timeout=60, check=False)
+    finally:
+        for server in servers:
+            server.close()
+    assert proc.returncode == 7, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "pong:ping", proc.stdout
+    assert lines[1].startswith("refused %d: [Errno 111]" % other), proc.stdout
+    assert lines[2] == "refused 443: [Errno 101] Network is unreachable", proc.stdout
