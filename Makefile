@@ -79,7 +79,6 @@ build: venv
 	$(BIN)/python hack/cert_manager.py build
 	$(BIN)/python hack/knative_operator.py build
 	$(BIN)/python hack/kserve.py build
-	$(BIN)/python hack/kserve.py build
 	cd tests/upstream && go mod download $$(awk '/^\t[a-z]/ {print $$1 "@" $$2}' go.mod)
 	@command -v redis-server >/dev/null || (apt-get update -qq && apt-get install -y -qq redis-server >/dev/null) \
 		|| { echo "Argo CD's tests need Redis: install Debian's redis-server"; exit 1; }
