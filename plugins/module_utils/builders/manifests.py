@@ -162,7 +162,7 @@ def label_components(rendered):
                         "%s is also rendered by %s, differently" % (describe(obj), first),
                         "Remove one of the two components, or make their manifests agree")
                 continue
-            obj = copy.deepcopy(obj)
+            obj = _copy(obj)
             meta = obj.setdefault("metadata", {})
             meta["labels"] = dict(meta.get("labels") or {}, **{COMPONENT_LABEL: component})
             seen[key] = (component, obj)
@@ -171,9 +171,23 @@ def label_components(rendered):
 
 
 def _same_object(a, b):
-    a = copy.deepcopy(a)
+    a = _copy(a)
     a.get("metadata", {}).get("labels", {}).pop(COMPONENT_LABEL, None)
     return a == b or a == dict(b, metadata=dict(b.get("metadata") or {}, labels=a["metadata"].get("labels")))
+
+
+def _copy(value):
+    """A copy of `value` that shares nothing mutable with it: rendered objects are plain dicts,
+    lists and scalars, copied directly (several times faster than copy.deepcopy, which each pass
+    did for every object); anything else is left to copy.deepcopy."""
+    kind = type(value)
+    if kind is dict:
+        return dict((key, _copy(item)) for key, item in value.items())
+    if kind is list:
+        return [_copy(item) for item in value]
+    if kind is str or kind is int or kind is float or kind is bool or value is None:
+        return value
+    return copy.deepcopy(value)
 
 
 # ---------------------------------------------------------------- namespace
@@ -192,7 +206,7 @@ def set_namespace(objs, new, old="kubeflow"):
     DNS names)."""
     dns_label(new, "components_namespace")
     if new == old:
-        return copy.deepcopy(objs)
+        return _copy(objs)
     host = re.compile(r"(?<=[a-z0-9-]\.)%s(?=\.svc\b)" % re.escape(old))
     principal = re.compile(r"(?<=/ns/)%s(?=/sa/)" % re.escape(old))
     services = sorted(set(_name(o) for o in objs if o.get("kind") == "Service" and _ns(o) == old and _name(o)))
@@ -205,7 +219,7 @@ def set_namespace(objs, new, old="kubeflow"):
     move_gateway = _gateway_refs(objs, old, new)
     out = []
     for obj in objs:
-        obj = copy.deepcopy(obj)
+        obj = _copy(obj)
         _move_metadata(obj, old, new)
         for service in _service_refs(obj):
             if service.get("namespace") == old:
@@ -283,7 +297,7 @@ def set_api_versions(objs, versions):
             "Give for example {networking.istio.io/VirtualService: v1beta1}")
     out = []
     for obj in objs:
-        obj = copy.deepcopy(obj)
+        obj = _copy(obj)
         group = obj.get("apiVersion", "").rpartition("/")[0]
         version = versions.get("%s/%s" % (group, obj.get("kind")))
         if group and version:
@@ -473,12 +487,12 @@ def mirror_images(objs, prefixes, digests=None):
     out = []
     for obj in objs:
         if obj.get("kind") == "CustomResourceDefinition":
-            out.append(copy.deepcopy(obj))
+            out.append(_copy(obj))
             continue
         current[0] = describe(obj)
         new = {}
         for key, value in obj.items():
-            new[key] = copy.deepcopy(value) if key in ("metadata", "apiVersion", "kind") else \
+            new[key] = _copy(value) if key in ("metadata", "apiVersion", "kind") else \
                 walk(value, key, {})
         out.append(new)
     mirror = [{"source": source, "target": mirrored[source]} for source in sorted(mirrored)]
@@ -566,7 +580,7 @@ def inject_sidecars(objs, namespaces, revision="", authservice=(), exclude=()):
         dns_label(name, "components_sidecar_namespaces")
     out = []
     for obj in objs:
-        obj = copy.deepcopy(obj)
+        obj = _copy(obj)
         meta = obj.setdefault("metadata", {})
         if obj.get("kind") == "Namespace" and meta.get("name") in namespaces:
             labels = dict(meta.get("labels") or {})
@@ -609,7 +623,7 @@ def adapt_virtualservices(objs, gateway="", hosts=None, export_to=None):
                 field, "must be a list of strings", "Give a list, or leave it empty to keep upstream's")
     out = []
     for obj in objs:
-        obj = copy.deepcopy(obj)
+        obj = _copy(obj)
         if obj.get("kind") == "VirtualService" and str(obj.get("apiVersion", "")).startswith("networking.istio.io/"):
             spec = obj.setdefault("spec", {})
             if gateway and spec.get("gateways"):
@@ -650,7 +664,7 @@ def profile_controller_principals(objs, principals, deployment="profiles-deploym
     out = []
     for obj in objs:
         if wanted and obj.get("kind") == "Deployment" and _name(obj) == deployment:
-            obj = copy.deepcopy(obj)
+            obj = _copy(obj)
             for item in (pod_spec(obj) or {}).get("containers") or []:
                 env = [e for e in item.get("env") or [] if e.get("name") not in wanted]
                 item["env"] = env + [{"name": name, "value": value} for name, value in sorted(wanted.items())]
@@ -680,7 +694,7 @@ def gateway_policy_principals(objs, principal, upstream=UPSTREAM_GATEWAY_PRINCIP
     out = []
     for obj in objs:
         if obj.get("kind") == "AuthorizationPolicy" and upstream in json.dumps(obj.get("spec") or {}):
-            obj = copy.deepcopy(obj)
+            obj = _copy(obj)
             for rule in obj["spec"].get("rules") or []:
                 for source in ((entry or {}).get("source") or {} for entry in rule.get("from") or []):
                     for key in ("principals", "notPrincipals"):
@@ -705,7 +719,7 @@ def dashboard_logout_url(objs, url, deployment="centraldashboard", field="compon
     out = []
     for obj in objs:
         if obj.get("kind") == "Deployment" and _name(obj) == deployment:
-            obj = copy.deepcopy(obj)
+            obj = _copy(obj)
             for item in (pod_spec(obj) or {}).get("containers") or []:
                 env = [e for e in item.get("env") or [] if e.get("name") != "LOGOUT_URL"]
                 item["env"] = env + [{"name": "LOGOUT_URL", "value": url}]
@@ -745,7 +759,7 @@ def kserve_local_gateway(objs, service, field="kserve_local_gateway_service"):
             ingress = json.loads(data["ingress"])
             keys = ["localGatewayService"] + [k for k in ("knativeLocalGatewayService",) if ingress.get(k)]
             if any(ingress.get(k) != service for k in keys):
-                obj = copy.deepcopy(obj)
+                obj = _copy(obj)
                 ingress.update((k, service) for k in keys)
                 obj["data"]["ingress"] = json.dumps(ingress, indent=2)
         out.append(obj)
@@ -764,7 +778,7 @@ def mesh_member(membership, namespace, field="mesh_membership"):
     for obj in membership.get("objects") or []:
         require(_ns(obj) == namespace, field + ".objects", "%s is for namespace %r, not %r" % (
             describe(obj), _ns(obj), namespace), "Compute the membership for components_namespace")
-        objs.append(copy.deepcopy(obj))
+        objs.append(_copy(obj))
     return dict(membership.get("labels") or {}), objs
 
 
@@ -777,7 +791,7 @@ def metadata_envoy_base_id(objs, name="metadata-envoy-deployment", base_id=1, co
     container has no args the config path is kept first."""
     out = []
     for obj in objs:
-        obj = copy.deepcopy(obj)
+        obj = _copy(obj)
         if obj.get("kind") == "Deployment" and _name(obj) == name:
             for container in (pod_spec(obj) or {}).get("containers") or []:
                 args = list(container.get("args") or [])
@@ -819,7 +833,7 @@ def external_argo(objs, s3, configmap="workflow-controller-configmap", argo_obje
     for obj in objs:
         if _matches(obj, argo_objects):
             continue
-        obj = copy.deepcopy(obj)
+        obj = _copy(obj)
         if obj.get("kind") == "ConfigMap" and _name(obj) == configmap:
             found = True
             data = obj.setdefault("data", {})
@@ -1043,7 +1057,7 @@ def ownership_policy(objs, take_over=()):
     for obj in objs:
         taken = any(fnmatch.fnmatchcase("%s/%s" % (obj.get("kind"), _name(obj)), pattern) for pattern in take_over)
         if taken or obj.get("kind") == "CustomResourceDefinition":
-            obj = copy.deepcopy(obj)
+            obj = _copy(obj)
             meta = obj.setdefault("metadata", {})
             annotations = dict(meta.get("annotations") or {})
             if taken:
@@ -1075,7 +1089,7 @@ def profile_namespace_labels(objs, revision, extra=None):
     for obj in objs:
         data = obj.get("data") or {}
         if obj.get("kind") == "ConfigMap" and PROFILE_LABELS_FILE in data:
-            obj = copy.deepcopy(obj)
+            obj = _copy(obj)
             labels = yaml.safe_load(data[PROFILE_LABELS_FILE] or "") or {}
             if revision:
                 labels.update({"istio-injection": "", "istio.io/rev": revision})
@@ -1328,7 +1342,7 @@ def _plain(obj, cluster_scoped=()):
     """The object without kfocp's apply-time markers, for a GitOps repository; an object of a
     cluster-scoped kind (`cluster_scoped`: (group, kind) pairs) without the namespace kustomize gave
     it (kustomize gives one to every kind it does not know)."""
-    obj = copy.deepcopy(obj)
+    obj = _copy(obj)
     if (str(obj.get("apiVersion", "")).rpartition("/")[0], obj.get("kind")) in cluster_scoped:
         obj["metadata"].pop("namespace", None)
     annotations = (obj.get("metadata") or {}).get("annotations")
