@@ -71,15 +71,34 @@ operator-stack: venv $(OPERATOR_VENV)/.installed
 
 # Every binary the tests run is built here, before them, and the upstream modules the tests read
 # as oracles (tests/upstream) are downloaded at the versions go.mod pins: a test downloads nothing.
+# The builders run BUILD_JOBS at a time: each `go build` keeps both cores busy while it compiles,
+# and the others fill the time it spends downloading modules and linking.
+BUILD_JOBS ?= 3
+BUILDERS := build-cluster build-istio build-argocd build-operator build-gpu-operator build-cert-manager \
+	build-knative-operator build-kserve build-upstream-modules build-redis
+.PHONY: $(BUILDERS)
 build: venv
+	@$(MAKE) --no-print-directory -j $(BUILD_JOBS) $(BUILDERS)
+
+build-cluster:
 	$(BIN)/python hack/cluster.py build --workloads --judges
+build-istio:
+	$(BIN)/python hack/cluster.py build --istioctl
+build-argocd:
 	$(BIN)/python hack/argocd.py build
+build-operator:
 	$(BIN)/python operator/hack/build.py
+build-gpu-operator:
 	$(BIN)/python hack/gpu_operator.py build
+build-cert-manager:
 	$(BIN)/python hack/cert_manager.py build
+build-knative-operator:
 	$(BIN)/python hack/knative_operator.py build
+build-kserve:
 	$(BIN)/python hack/kserve.py build
+build-upstream-modules:
 	cd tests/upstream && go mod download $$(awk '/^\t[a-z]/ {print $$1 "@" $$2}' go.mod)
+build-redis:
 	@command -v redis-server >/dev/null || (apt-get update -qq && apt-get install -y -qq redis-server >/dev/null) \
 		|| { echo "Argo CD's tests need Redis: install Debian's redis-server"; exit 1; }
 
