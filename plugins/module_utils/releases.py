@@ -35,6 +35,9 @@ _V1_10 = {
                   "applications/jupyter/jupyter-web-app/upstream/overlays/istio"],
     "katib": ["applications/katib/upstream/installs/katib-with-kubeflow"],
     "kserve": ["applications/kserve/kserve"],
+    # KServe's models web app, the dashboard's /kserve-endpoints/ (its own component, as the other
+    # web apps without a controller of their own: a site may run KServe without its UI)
+    "kserve-models-web-app": ["applications/kserve/models-web-app/overlays/kubeflow"],
     "training-operator": ["applications/training-operator/upstream/overlays/kubeflow"],
     "central-dashboard": ["applications/centraldashboard/overlays/oauth2-proxy"],
     "volumes-web-app": ["applications/volumes-web-app/upstream/overlays/istio"],

@@ -94,6 +94,7 @@ MANIFESTS_V1_10_2 = {
     "applications/jupyter/notebook-controller/upstream/overlays/kubeflow",
     "applications/jupyter/jupyter-web-app/upstream/overlays/istio",
     "applications/katib/upstream/installs/katib-with-kubeflow", "applications/kserve/kserve",
+    "applications/kserve/models-web-app/overlays/kubeflow",
     "applications/training-operator/upstream/overlays/kubeflow", "applications/centraldashboard/overlays/oauth2-proxy",
     "applications/volumes-web-app/upstream/overlays/istio",
     "applications/tensorboard/tensorboard-controller/upstream/overlays/kubeflow",
