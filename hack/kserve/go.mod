@@ -7,12 +7,15 @@
 // `serving: knative-v1.21`; the Knative operator it vendors is hack/knative/serverless-1.38's).
 // Nothing is built from this folder: hack/kserve.py builds cmd/manager in KServe's own module
 // directory with its go.mod and go.sum (-mod=readonly), after checking that directory's content
-// against the hash this go.sum pins.
+// against the hash this go.sum pins. knative.dev/net-kourier v0.48.0 (Kourier's controller of
+// Knative 1.21) is read, not built: the ingress class it serves and what it reports on a KIngress
+// (hack/knative_serving.py, tests/integration/test_knative_serving_judge.py).
 module kfocp.io/hack/kserve
 
 go 1.24
 
 require (
 	github.com/kserve/kserve v0.16.0
+	knative.dev/net-kourier v0.48.0
 	knative.dev/serving v0.48.1
 )
