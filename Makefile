@@ -96,6 +96,7 @@ build-knative-operator:
 	$(BIN)/python hack/knative_operator.py build
 build-kserve:
 	$(BIN)/python hack/kserve.py build
+	$(BIN)/python hack/knative_serving.py build
 build-upstream-modules:
 	cd tests/upstream && go mod download $$(awk '/^\t[a-z]/ {print $$1 "@" $$2}' go.mod)
 build-redis:
