@@ -1,7 +1,8 @@
 """Who reaches each Kubeflow UI of a real release through kfocp's front door, judged by upstream's
 own objects. kubeflow/manifests 26.03 as tagged (../shared/upstream) is installed through the
 components role the way an air-gapped site does (the tarball source and the map of remote bases),
-with the service_mesh (Service Mesh 3), auth and profiles roles; a Profile owned by the owner, with
+with the service_mesh role of each mesh flavour kfocp supports (Service Mesh 2, Service Mesh 3, an
+existing Istio with an ingress gateway for Kubeflow), the auth and profiles roles; a Profile owned by the owner, with
 a contributor kfocp declares and one added through the dashboard (KFAM), and a stranger with a
 Profile of their own.
 
@@ -14,7 +15,8 @@ the path to its Service and the workload that Service selects, whether that work
 proxy (asked of the API server's webhook matching), and then the AuthorizationPolicies as installed
 (upstream's, with kfocp's gateway principal) decided by plugins/module_utils/authz.py and, for every
 verdict, by Istio's own translation decided by Envoy's rules (tests/judges.py, tests/envoy_rbac.py),
-with the principal of the gateway pod kfocp runs; for the pipelines UI also its own request on to
+with the principal of the gateway pod kfocp runs (the mesh's root namespace and, on Service Mesh 2,
+the operator's injector and member labels as the notebook test has them); for the pipelines UI also its own request on to
 ml-pipeline, from its service account. Past the mesh, each web app authorizes the user itself: it
 asks the API server a SubjectAccessReview for the user in its userid header, with no groups, and
 the dashboard lists the namespaces in which KFAM finds a binding of the user
@@ -22,8 +24,9 @@ the dashboard lists the namespaces in which KFAM finds a binding of the user
 26.03 images); the same reviews are asked of the real API server here, for the owner's profile
 namespace. "reached" in the table means the UI serves that namespace's objects to the user.
 
-The module has a control plane of its own that runs pods (the gateway's): the release makes
-cluster-wide objects with fixed names, so it is destroyed with the module rather than uninstalled."""
+Each flavour's case has a control plane of its own that runs pods (the gateway's): the release
+makes cluster-wide objects with fixed names, so the plane is destroyed with the case rather than
+the release uninstalled."""
 import time
 import urllib.error
 import urllib.request
@@ -36,19 +39,19 @@ import judges
 import standins
 from ansible_collections.kfocp.kubeflow.plugins.module_utils import authz
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import mesh
-from cluster import ClusterError, build_istio_judge
+from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import Client
+from cluster import ClusterError, ControlPlane, build_istio_judge
 from helpers import ROOT, isolated_policies, mesh_vars, oauth_proxy_lets_in, play_kfam_add_contributor
-from test_components_releases import (OPTIONAL_UI_PATHS, UI_PATHS, UPSTREAM, UPSTREAM_PRINCIPAL,
-                                      install_prerequisite_crds, remote_bases)
-from test_request_path import (CONTRIBUTOR, KFOCP_CONTRIBUTOR, OWNER, STRANGER, USERS_GROUP, bound_virtualservices,
-                               get, has_proxy, items, run_gateway, run_gateway_lua, selects)
+from test_components_releases import UI_PATHS, UPSTREAM, UPSTREAM_PRINCIPAL, install_prerequisite_crds, remote_bases
+from test_request_path import (CONTRIBUTOR, EXTERNAL_GATEWAY_POD, KFOCP_CONTRIBUTOR, OWNER, STRANGER, USERS_GROUP,
+                               bound_virtualservices, get, has_proxy, items, run_gateway, run_gateway_lua, selects)
 
 pytestmark = pytest.mark.skipif(not UPSTREAM.is_dir(), reason="../shared/upstream (upstream's trees) is absent")
 
 ROLES = str(ROOT / "tests" / "fixtures" / "playbooks" / "roles.yml")
 RELEASE = "26.03"
-OWN_PLANE = True
-WORKLOADS = True
+# every mesh flavour kfocp supports; each case on a control plane of its own that runs pods
+FLAVOURS = ("ossm2", "ossm3", "external")
 WORKERS = 1
 AUTHORIZE = "https://oauth-openshift.apps.example.com/oauth/authorize"
 
@@ -69,6 +72,11 @@ WEB_APPS = {
                                ("list", "kubeflow.org", "v1beta1", "notebooks")]),
     "/tensorboards/": dict(CRUD_BACKEND, call="GET /tensorboards/api/namespaces/<ns>/tensorboards", asks=None,
                            reviews=[("list", "tensorboard.kubeflow.org", "v1alpha1", "tensorboards")]),
+    # KServe's models web app, on crud_backend too (kserve/models-web-app v0.16.1 with
+    # kubeflow/notebooks' backend): its InferenceServices' version is APP_VERSION's, v1beta1
+    "/kserve-endpoints/": dict(CRUD_BACKEND, call="GET /kserve-endpoints/api/namespaces/<ns>/inferenceservices",
+                               asks=None, needs={"APP_VERSION": ("v1beta1", None)},
+                               reviews=[("list", "serving.kserve.io", "v1beta1", "inferenceservices")]),
     # katib-ui skips every review unless APP_DISABLE_AUTH is set to something other than "true"
     "/katib/": {"call": "GET /katib/fetch_experiments/?namespace=<ns>", "asks": None,
                 "header": ("USERID_HEADER", "kubeflow-userid"), "prefix": ("USERID_PREFIX", ":"), "strip": "first",
@@ -163,17 +171,55 @@ def web_app_review(kube, user, attributes, namespace):
     return bool(answer["status"].get("allowed")), answer["status"].get("reason", "")
 
 
-def test_who_reaches_each_ui_of_a_real_release(playbook, kube, control_plane, instance):
+@pytest.fixture
+def flavour_plane(tmp_path_factory):
+    """A control plane for one flavour's case that runs pods (workload controllers,
+    kube-scheduler, kwok on WORKERS simulated nodes): the release makes cluster-wide objects with
+    fixed names, so each case installs it on a plane of its own, destroyed with the case rather
+    than uninstalled."""
+    plane = ControlPlane(tmp_path_factory.mktemp("release-path-plane")).up(workloads=True)
+    try:
+        plane.add_workers(WORKERS)
+        yield plane, Client.from_params({"kubeconfig": str(plane.kubeconfig)})
+    finally:
+        plane.destroy()
+
+
+@pytest.fixture
+def control_plane(flavour_plane):
+    return flavour_plane[0]
+
+
+@pytest.fixture
+def kube(flavour_plane):
+    return flavour_plane[1]
+
+
+def release_mesh_vars(flavour, instance):
+    """The service_mesh role's variables for the flavour (helpers.mesh_vars), with the default
+    revision on Service Mesh 3 (the namespaces join by istio-injection, as in the notebook test),
+    and for an existing mesh a second ingress gateway of its own in istio-system, as a site gives
+    Kubeflow one: its account is not upstream's istio-ingressgateway-service-account, so upstream's
+    principal is rewritten on every flavour."""
+    mesh_variables = mesh_vars(flavour, instance)
+    if flavour == "ossm3":
+        mesh_variables["service_mesh_ossm3"] = dict(mesh_variables["service_mesh_ossm3"], name="default")
+    if flavour == "external":
+        mesh_variables["service_mesh_external"] = dict(
+            mesh_variables["service_mesh_external"], gateway="kubeflow-ingressgateway",
+            gateway_labels={"istio": EXTERNAL_GATEWAY_POD["istio"]})
+    return mesh_variables
+
+
+@pytest.mark.parametrize("flavour", FLAVOURS)
+def test_who_reaches_each_ui_of_a_real_release(playbook, kube, control_plane, instance, flavour):
     try:
         build_istio_judge()
     except ClusterError as err:
         pytest.skip("the istio-authz judge (hack/istio) cannot be built: %s" % str(err)[:500])
     started = time.monotonic()
     kf_ns, profile, other = "kubeflow", instance + "-alice", instance + "-carol"
-    flavour = "ossm3"
-    mesh_variables = mesh_vars(flavour, instance)
-    # the default revision, as the notebook test: the namespaces join by istio-injection
-    mesh_variables["service_mesh_ossm3"] = dict(mesh_variables["service_mesh_ossm3"], name="default")
+    mesh_variables = release_mesh_vars(flavour, instance)
     settings = {"flavour": flavour, **dict((k[len("service_mesh_"):], v) for k, v in mesh_variables.items())}
     info = mesh.gateway_info(settings)
     install_prerequisite_crds(kube, RELEASE)
@@ -185,6 +231,9 @@ def test_who_reaches_each_ui_of_a_real_release(playbook, kube, control_plane, in
                  components_source="tarball", components_release=RELEASE,
                  components_tarball=str(UPSTREAM / ("kubeflow-manifests-%s.tar.gz" % RELEASE)),
                  components_remote_bases=remote_bases(tmp), components_namespace=kf_ns, components_no_log=False,
+                 # every component of the release's catalog, the role's default (the local
+                 # inventory lists the fixture tree's)
+                 components_components={},
                  service_mesh_flavour=flavour, service_mesh_olm=False, service_mesh_wait=False,
                  auth_host="kubeflow.apps.example.com", auth_client_id=instance,
                  profiles_list=[
@@ -207,6 +256,13 @@ def test_who_reaches_each_ui_of_a_real_release(playbook, kube, control_plane, in
 
     gateway_pod = run_gateway(kube, flavour, info, instance)
     assert gateway_pod["principal"] == info["principal"], "kfocp names another gateway principal than its pods run as"
+    assert gateway_pod["principal"] != UPSTREAM_PRINCIPAL
+    if flavour == "ossm2":
+        # the operator's member controller labels the namespaces of its ServiceMeshMembers, and its
+        # injector is called there
+        assert {kf_ns, profile} <= set(standins.play_members(kube, info["namespace"]))
+        injector = standins.maistra_injector_webhook(
+            items(kube, "maistra.io/v2", "ServiceMeshControlPlane", info["namespace"])[0])
     kube.apply(webhooks, injector, "istiod", force=True)
     try:
         route = get(kube, "route.openshift.io/v1", "Route", "kubeflow-oauth-proxy", info["namespace"])
@@ -217,17 +273,18 @@ def test_who_reaches_each_ui_of_a_real_release(playbook, kube, control_plane, in
                   info["namespace"])["spec"]["configPatches"][0]["patch"]["value"]["typed_config"]["inlineCode"]
         # every AuthorizationPolicy as installed: upstream's, with kfocp's gateway principal
         policies = items(kube, "security.istio.io/v1", "AuthorizationPolicy")
-        root = "istio-system"
+        # the mesh's root namespace: Service Mesh 2's control plane namespace, else istio-system
+        root = info["mesh_namespace"] if flavour == "ossm2" else "istio-system"
 
         uis = {}
         for path, host, vs in published_paths(kube, gateway_pod["labels"]):
-            if path in UI_PATHS | OPTIONAL_UI_PATHS:
+            if path in UI_PATHS:
                 workload = workload_behind(kube, host, vs["metadata"]["namespace"])
                 labels = workload["spec"]["template"]["metadata"]["labels"]
                 uis[path] = {"host": host, "workload": workload, "labels": labels,
                              "proxy": has_proxy(kube, flavour, mesh.normalise(settings),
                                                 workload["metadata"]["namespace"], labels)}
-        assert UI_PATHS <= set(uis), "the VirtualServices publish %s" % sorted(uis)
+        assert UI_PATHS == set(uis), "the VirtualServices publish %s" % sorted(uis)
         assert set(uis) <= set(WEB_APPS), "a UI whose app's authorization this test does not know: %s" % (
             sorted(set(uis) - set(WEB_APPS)))
         # the hops of each path: the gateway to the UI's pods, and for the pipelines UI its own
@@ -276,7 +333,9 @@ def test_who_reaches_each_ui_of_a_real_release(playbook, kube, control_plane, in
             switched_off = [k for k, v in app["off"].items() if k and env.get(k) == v]
             if app.get("on_by_default") is False:
                 switched_off += [] if "APP_DISABLE_AUTH" in env else ["APP_DISABLE_AUTH unset"]
-            switched_off += [k for k, v in (app.get("needs") or {}).items() if env.get(k) != v]
+            # a variable the app needs set so (a tuple: any of its values, None for unset)
+            switched_off += [k for k, v in (app.get("needs") or {}).items()
+                             if env.get(k) not in (v if isinstance(v, tuple) else (v,))]
             assert not switched_off, "%s: the app skips its reviews (%s)" % (path, switched_off)
             header = env.get(app["header"][0], app["header"][1])
             prefix = env.get(app["prefix"][0], app["prefix"][1]) or ""
@@ -345,7 +404,7 @@ def test_who_reaches_each_ui_of_a_real_release(playbook, kube, control_plane, in
             assert not stops[("stranger", path)].startswith(("mesh", "oauth-proxy")), stops[("stranger", path)]
         assert [hop[1]["metadata"]["name"] for path in hops for hop in hops[path] if not hop[3]] == [], \
             "a workload without a proxy: nothing enforces its policies"
-        print("installed in %.0fs, judged in %.0fs" % (installed - started, time.monotonic() - installed))
+        print("%s: installed in %.0fs, judged in %.0fs" % (flavour, installed - started, time.monotonic() - installed))
     finally:
         kube.delete(webhooks, injector["metadata"]["name"])
 
