@@ -215,6 +215,7 @@ DEFAULTS = {
         "components_namespace": "kubeflow",
         "components_dashboard_logout_url": "/oauth/sign_out",
         "components_profile_principals": None,
+        "components_kserve_ingress_domain": None,
         "components_take_over": [],
         "components_api_versions": {"networking.istio.io/VirtualService": "v1beta1",
                                     "networking.istio.io/Gateway": "v1beta1",

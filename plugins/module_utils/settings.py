@@ -129,10 +129,25 @@ def profile_pod_security(variables):
     return default("namespace_policies", "namespace_policies_pod_security") if level is None else level
 
 
+def kserve_ingress_domain(variables):
+    """The host KServe writes into an InferenceService's external URL and its VirtualService's
+    path-based rule (components_kserve_ingress_domain, KServe's `ingressDomain`): the front door's,
+    the auth role's auth_host (its Route, oauth-proxy, then the gateway with that Host), when the
+    auth role runs and has one; else "" (upstream's example.com is kept). A value given (not null)
+    wins; "" keeps upstream's."""
+    from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders.manifests import kserve_ingress_host
+    given = variables.get("components_kserve_ingress_domain")
+    if given is not None:
+        return kserve_ingress_host(given, "components_kserve_ingress_domain")
+    host = variables.get("auth_host") if enabled(variables, "auth") else None
+    return kserve_ingress_host(host, "auth_host") if host else ""
+
+
 def components_settings(variables):
     """What the components role derives from the play before its module sees it."""
     return {"components_profile_principals": profile_principals(variables),
-            "components_profile_pod_security": profile_pod_security(variables)}
+            "components_profile_pod_security": profile_pod_security(variables),
+            "components_kserve_ingress_domain": kserve_ingress_domain(variables)}
 
 
 def _authz_principals(variables):

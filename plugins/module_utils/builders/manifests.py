@@ -766,6 +766,47 @@ def kserve_local_gateway(objs, service, field="kserve_local_gateway_service"):
     return out
 
 
+# ---------------------------------------------------------------- KServe's external URL
+
+# The scheme of the front door kfocp runs (the auth role's Route terminates TLS on auth_host).
+FRONT_DOOR_SCHEME = "https"
+
+
+def kserve_ingress_host(value, field="components_kserve_ingress_domain"):
+    """`value` as KServe's `ingressDomain`: a host name, no scheme, port or path ("" is kept)."""
+    require(isinstance(value, str) and (value == "" or (
+        len(value) <= 253 and re.match(r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$", value))),
+        field, "%r is not a host name" % (value,),
+        "Give the host users open Kubeflow at (the auth role's auth_host, e.g. kubeflow.apps.<cluster domain>), "
+        "without scheme, port or path; \"\" keeps upstream's")
+    return value
+
+
+def kserve_ingress_domain(objs, domain, field="components_kserve_ingress_domain"):
+    """KServe's `inferenceservice-config` `ingress`, where it has a `pathTemplate` (26.03's
+    `/serving/{{ .Namespace }}/{{ .Name }}`): `ingressDomain` is `domain` and `urlScheme` https. In
+    Serverless mode KServe then gives an InferenceService the URL
+    https://<domain>/serving/<ns>/<name> and adds to its VirtualService, on `ingressGateway`, a rule
+    for authority `domain` and that path: the request the front door (the Route on auth_host,
+    oauth-proxy, the gateway with Host auth_host) sends. Upstream's example.com matches no request
+    that reaches the gateway. A configuration without `pathTemplate` (v1.10.2, v1.11.0) names
+    InferenceServices by Knative's domain, which the front door does not serve: it is kept, as is
+    every configuration when `domain` is ""."""
+    kserve_ingress_host(domain, field)
+    out = []
+    for obj in objs:
+        data = obj.get("data") if obj.get("kind") == "ConfigMap" and _name(obj) == "inferenceservice-config" else None
+        if domain and isinstance(data, dict) and isinstance(data.get("ingress"), str):
+            ingress = json.loads(data["ingress"])
+            wanted = {"ingressDomain": domain, "urlScheme": FRONT_DOOR_SCHEME}
+            if ingress.get("pathTemplate") and any(ingress.get(k) != v for k, v in wanted.items()):
+                obj = _copy(obj)
+                ingress.update(wanted)
+                obj["data"]["ingress"] = json.dumps(ingress, indent=2)
+        out.append(obj)
+    return out
+
+
 # ---------------------------------------------------------------- mesh membership
 
 def mesh_member(membership, namespace, field="mesh_membership"):
@@ -1193,6 +1234,12 @@ def kserve_local_gateway_pass(state):
     state.objs = kserve_local_gateway(state.objs, kourier_local_gateway_service() if service is None else service)
 
 
+def kserve_ingress_domain_pass(state):
+    """KServe's InferenceService URLs are the front door's (option kserve_ingress_domain, what
+    settings.kserve_ingress_domain derives; "" or absent keeps upstream's)."""
+    state.objs = kserve_ingress_domain(state.objs, state.options.get("kserve_ingress_domain") or "")
+
+
 def sidecars_pass(state):
     """Inject sidecars into the workloads of the listed namespaces (the components' by default),
     and label those namespaces, and the profile namespaces, for injection."""
@@ -1293,7 +1340,7 @@ def ownership_pass(state):
 # sidecars are injected, SCCs and Pod Security levels are derived from the final pods, and the
 # namespaces get every label the passes before gave them).
 PASSES = (namespace_pass, api_versions_pass, argo_pass, metadata_envoy_pass, virtualservices_pass,
-          kserve_local_gateway_pass, gateway_principals_pass, gateway_policies_pass, logout_pass, sidecars_pass,
+          kserve_local_gateway_pass, kserve_ingress_domain_pass, gateway_principals_pass, gateway_policies_pass, logout_pass, sidecars_pass,
           profile_pod_security_pass, images_pass, scc_pass, mesh_membership_pass, pod_security_pass,
           platform_namespaces_pass, ownership_pass)
 
@@ -1313,7 +1360,8 @@ def assemble(rendered, options, passes=PASSES):
     mesh_membership filter returns for the namespace: its labels and ServiceMeshMember),
     argo {s3, configmap}, scc {uid_range, openshift, selinux_level}, take_over [Kind/name patterns], render (bool: plain objects
     for GitOps), kserve_local_gateway_service (KServe's localGatewayService; default Kourier's
-    cluster-local Service, "" keeps upstream's).
+    cluster-local Service, "" keeps upstream's), kserve_ingress_domain (KServe's ingressDomain, with
+    urlScheme https, where its configuration has a pathTemplate; "" keeps upstream's).
     """
     require(isinstance(rendered, dict), "rendered", "must map component names to object lists",
             "Pass the kustomize module's `components` result")
