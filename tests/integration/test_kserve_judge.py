@@ -22,11 +22,20 @@ inferenceservice-config's defaultDeploymentMode):
   InferenceService's VirtualService, whose destination is the `localGatewayService` kfocp gives
   its configuration, and the ExternalName Service `<isvc>` for the same host: Kourier's
   `kourier-internal` in `knative-serving-ingress`;
+- the InferenceService's URL is the front door's, `https://<auth_host>/serving/<ns>/<isvc>` (26.03's
+  `pathTemplate` on the `ingressDomain` kfocp derives from the auth role's host, `urlScheme` https:
+  the Route terminates TLS), and a request that comes through it (the Route on auth_host,
+  oauth-proxy, then the gateway kfocp's Kubeflow gateway, `<components namespace>/kubeflow-gateway`,
+  with Host auth_host and that path) matches a rule of KServe's own VirtualService, evaluated as
+  Istio does (the first rule whose gateways, authority regex and URI match), that rewrites it to
+  `/` for the predictor's cluster-local host on Kourier's local gateway; upstream's
+  `example.com`/`http` matches no such request;
 - the reference check over the result (the components' and the profile's namespaces, and the
   Knative namespaces) reports nothing, skips nothing, and has looked at KServe's VirtualService.
 """
 import base64
 import json
+import re
 
 import pytest
 import yaml
@@ -52,6 +61,12 @@ CHANNEL, SERVING_VERSION = "stable-1.38", "1.21.1"
 ISVC = ("serving.kserve.io/v1beta1", "InferenceService")
 KSVC = ("serving.knative.dev/v1", "Service")
 VIRTUAL_SERVICE = ("networking.istio.io/v1beta1", "VirtualService")
+# The host users open (the auth role's auth_host: its Route, oauth-proxy's redirect URI); oauth-proxy
+# passes the request's Host on to the gateway.
+AUTH_HOST = "kubeflow.apps.cluster.example.com"
+# The Istio Gateway of upstream's Kubeflow (common/istio kubeflow-istio-resources), in the components'
+# namespace, which the gateway pods the auth role sends to serve.
+FRONT_DOOR_GATEWAY = NAMESPACE + "/kubeflow-gateway"
 # the cluster-local Service of Kourier kfocp names as KServe's local gateway
 KOURIER_INTERNAL = "kourier-internal.%s.svc.cluster.local" % INGRESS
 # The field manager of the webhook configurations' CA: cert-manager's CA injector on a real cluster
@@ -126,7 +141,8 @@ def test_kserve_makes_the_knative_service_kfocps_policies_admit_and_routes_it_to
     extra = {"kfocp_instance": instance, "components_source": "tarball", "components_release": RELEASE,
              "components_tarball": str(UPSTREAM / ("kubeflow-manifests-%s.tar.gz" % RELEASE)),
              "components_remote_bases": remote_bases(tmp_path), "components_components": {"kserve": "managed"},
-             "service_mesh_gateway_info": {"principal": gateway["principal"]}, "components_no_log": False}
+             "service_mesh_gateway_info": {"principal": gateway["principal"]}, "components_no_log": False,
+             "auth_host": AUTH_HOST}
     first = playbook("components", extra)
     assert first.rc == 0, first.stdout[-4000:]
     config = kube.get(kube.resource("v1", "ConfigMap"), "inferenceservice-config", NAMESPACE)
@@ -203,6 +219,64 @@ def test_kserve_makes_the_knative_service_kfocps_policies_admit_and_routes_it_to
             kube.get(kube.resource(*ISVC), "sklearn-iris", profile)["status"].get("url"), status))
         # its cluster-local URL names the ExternalName Service KServe made for Kourier
         assert status["url"] == "http://sklearn-iris.%s.svc.cluster.local" % profile
+
+        # its external URL is the front door's, and KServe's VirtualService routes what comes through it
+        url = kube.get(kube.resource(*ISVC), "sklearn-iris", profile)["status"].get("url")
+        assert url == "https://%s/serving/%s/sklearn-iris" % (AUTH_HOST, profile), \
+            "KServe's URL for the InferenceService is %s; the front door serves https://%s" % (url, AUTH_HOST)
+        assert FRONT_DOOR_GATEWAY in vs["spec"]["gateways"] and AUTH_HOST in vs["spec"]["hosts"], vs["spec"]
+        path = "/serving/%s/sklearn-iris" % profile
+        for uri, rewritten in ((path + "/v1/models/sklearn-iris:predict", "/v1/models/sklearn-iris:predict"),
+                               (path, "/")):
+            http = istio_route(vs, FRONT_DOOR_GATEWAY, AUTH_HOST, uri)
+            assert http is not None, "no rule of KServe's VirtualService matches %s%s on %s: %s" % (
+                AUTH_HOST, uri, FRONT_DOOR_GATEWAY, json.dumps(vs["spec"]["http"]))
+            assert rewrite(http, uri) == rewritten, http
+            assert http["headers"]["request"]["set"]["Host"] == "sklearn-iris-predictor.%s.svc.cluster.local" % profile
+            assert [r["destination"]["host"] for r in http["route"]] == [KOURIER_INTERNAL]
+        # upstream's host is not what the front door sends
+        assert istio_route(vs, FRONT_DOOR_GATEWAY, "example.com", path) is None
+
+
+def _string_match(match, value):
+    """Istio's StringMatch (exact, prefix, or an RE2 regex that must match the whole value)."""
+    if match is None:
+        return True
+    if "exact" in match:
+        return value == match["exact"]
+    if "prefix" in match:
+        return value.startswith(match["prefix"])
+    return re.fullmatch(match["regex"], value) is not None
+
+
+def istio_route(vs, gateway, host, uri):
+    """The first HTTP rule of a VirtualService a request on `gateway` for `host` and `uri` takes, as
+    Istio picks it: a rule applies when one of its matches holds on every condition it sets (its
+    gateways, else the VirtualService's; its authority; its uri). None when none applies, or when
+    the VirtualService is not bound to the gateway or does not list the host."""
+    if gateway not in vs["spec"].get("gateways", []) or host not in vs["spec"].get("hosts", []):
+        return None
+    for http in vs["spec"].get("http") or []:
+        for match in http.get("match") or [{}]:
+            if (gateway in (match.get("gateways") or vs["spec"]["gateways"]) and _string_match(match.get("authority"), host)
+                    and _string_match(match.get("uri"), uri)):
+                return http
+    return None
+
+
+def rewrite(http, uri):
+    """The path a rule sends on: Istio's `rewrite.uri` replaces the prefix the rule matched (the
+    whole path for an exact match)."""
+    new = (http.get("rewrite") or {}).get("uri")
+    if new is None:
+        return uri
+    for match in http.get("match") or []:
+        prefix = (match.get("uri") or {}).get("prefix")
+        if prefix and uri.startswith(prefix):
+            return new + uri[len(prefix):]
+        if (match.get("uri") or {}).get("exact") == uri:
+            return new
+    return uri
 
 
 def _created(kube, isvc):
