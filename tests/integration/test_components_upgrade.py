@@ -39,6 +39,9 @@ def extra(instance, release, bases):
     return {"kfocp_instance": instance, "components_source": "tarball",
             "components_tarball": str(UPSTREAM / ("kubeflow-manifests-%s.tar.gz" % release)),
             "components_release": release, "components_remote_bases": bases, "components_no_log": False,
+            # the role's default: every component of the release's catalog (the local inventory
+            # lists the fixture tree's)
+            "components_components": {},
             "service_mesh_gateway_info": {"principal": gateway["principal"]}}
 
 
