@@ -27,3 +27,15 @@ def test_the_pre_flight_fails_on_a_wrong_input_and_names_it(tmp_path):
                           tmp_path, inventory=ROOT / "inventories" / "example-dev" / "hosts.yml")
     assert result.rc != 0
     assert "profiles_list[0].name: 'kube-system' is a reserved namespace" in " ".join(result.stdout.split())
+
+
+def test_the_pre_flight_refuses_a_kserve_url_host_that_is_not_a_host(tmp_path):
+    """components_kserve_ingress_domain (KServe's ingressDomain) is refused before any change, naming
+    the field, as the auth role's own host would be."""
+    result = run_playbook(None, "site", {"kfocp_preflight_only": True,
+                                         "components_kserve_ingress_domain": "https://kubeflow.apps.example.com"},
+                          tmp_path, inventory=ROOT / "inventories" / "example-dev" / "hosts.yml")
+    assert result.rc != 0
+    assert "components_kserve_ingress_domain: 'https://kubeflow.apps.example.com' is not a host name" in \
+        " ".join(result.stdout.split())
+    assert result.changed == 0
