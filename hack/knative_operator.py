@@ -50,12 +50,10 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 
-from cluster import HACK, ClusterError, _lock, _module_dir, cache_root, free_port, module_version
+from cluster import HACK, ClusterError, _module_dir, cache_root, free_port, go_build, module_version
 from judge import Judge, serve_crds
 
 # OpenShift Serverless channel -> the go.mod that pins the knative.dev/operator it vendors.
@@ -92,29 +90,9 @@ def build(channel: str = DEFAULT) -> Path:
     """The operator binary, built in the module's directory with its go.mod and go.sum (see the
     module docstring), into the cache keyed by version."""
     dest = cache_root() / ("knative-operator-" + version(channel))
-    binary = dest / "operator"
-    if binary.exists():
-        return binary
-    if not shutil.which("go"):
-        raise ClusterError("go is not on PATH: the Knative operator is built from its Go module")
-    source = module_dir(channel)
-    with _lock(dest.parent / f".{dest.name}.lock"):
-        if binary.exists():
-            return binary
-        tmp = dest.parent / f".{dest.name}.tmp"
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
-        print(f"building operator from {OPERATOR}@{version(channel)}", file=sys.stderr, flush=True)
-        env = dict(os.environ, CGO_ENABLED="0", GOFLAGS="-buildvcs=false -mod=readonly")
-        cmd = ["nice", "-n", "10", "go", "build", "-trimpath", "-ldflags", "-s -w", "-o", str(tmp / "operator"),
-               "./cmd/operator"]
-        proc = subprocess.run(cmd, cwd=source, env=env, capture_output=True, text=True, check=False)
-        if proc.returncode:
-            raise ClusterError(f"build of the Knative operator failed: {' '.join(cmd)} (in {source})\n"
-                               f"{proc.stderr[-4000:]}")
-        shutil.rmtree(dest, ignore_errors=True)
-        tmp.rename(dest)
-    return binary
+    if not (dest / "operator").exists():
+        go_build(module_dir(channel), {"operator": "./cmd/operator"}, dest)
+    return dest / "operator"
 
 
 def crd_documents(channel: str = DEFAULT) -> list[str]:

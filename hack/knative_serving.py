@@ -32,15 +32,13 @@ what they get here:
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import yaml
 
 import kserve
-from cluster import ClusterError, _lock, cache_root, free_port
+from cluster import ClusterError, cache_root, free_port, go_build
 from judge import Judge
 
 SERVING = kserve.SERVING
@@ -58,30 +56,9 @@ def version() -> str:
 def build() -> dict[str, Path]:
     """{name: path} of the controller and the webhook, built in the module's directory (cached)."""
     dest = cache_root() / ("knative-serving-" + version())
-    binaries = {name: dest / name for name in COMMANDS}
-    if all(path.exists() for path in binaries.values()):
-        return binaries
-    if not shutil.which("go"):
-        raise ClusterError("go is not on PATH: Knative Serving is built from its Go module")
-    source = kserve.module_dir(SERVING)
-    with _lock(dest.parent / f".{dest.name}.lock"):
-        if all(path.exists() for path in binaries.values()):
-            return binaries
-        tmp = dest.parent / f".{dest.name}.tmp"
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
-        env = dict(os.environ, CGO_ENABLED="0", GOFLAGS="-buildvcs=false -mod=readonly")
-        for name in COMMANDS:
-            print(f"building {name} from {SERVING}@{version()}", file=sys.stderr, flush=True)
-            cmd = ["nice", "-n", "10", "go", "build", "-trimpath", "-ldflags", "-s -w", "-o", str(tmp / name),
-                   "./cmd/" + name]
-            proc = subprocess.run(cmd, cwd=source, env=env, capture_output=True, text=True, check=False)
-            if proc.returncode:
-                raise ClusterError(f"build of Knative Serving's {name} failed: {' '.join(cmd)} (in {source})\n"
-                                   f"{proc.stderr[-4000:]}")
-        shutil.rmtree(dest, ignore_errors=True)
-        tmp.rename(dest)
-    return binaries
+    if not all((dest / name).exists() for name in COMMANDS):
+        go_build(kserve.module_dir(SERVING), dict((name, "./cmd/" + name) for name in COMMANDS), dest)
+    return dict((name, dest / name) for name in COMMANDS)
 
 
 def kourier_ingress_class() -> str:

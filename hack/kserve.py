@@ -35,14 +35,12 @@ What the manager needs, from cmd/manager/main.go at v0.16.0, and what it gets he
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 
 import yaml
 
-from cluster import HACK, ClusterError, _lock, cache_root, free_port, module_version, serving_certificate
+from cluster import HACK, ClusterError, cache_root, free_port, go_build, module_version, serving_certificate
 from judge import Judge, serve_crds
 
 KSERVE = "github.com/kserve/kserve"
@@ -92,28 +90,9 @@ def build() -> Path:
     """The manager binary, built in KServe's module directory with its go.mod and go.sum (see the
     module docstring), into the cache keyed by version."""
     dest = cache_root() / ("kserve-manager-" + version())
-    binary = dest / "manager"
-    if binary.exists():
-        return binary
-    if not shutil.which("go"):
-        raise ClusterError("go is not on PATH: KServe's controller is built from its Go module")
-    source = module_dir()
-    with _lock(dest.parent / f".{dest.name}.lock"):
-        if binary.exists():
-            return binary
-        tmp = dest.parent / f".{dest.name}.tmp"
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
-        print(f"building manager from {KSERVE}@{version()}", file=sys.stderr, flush=True)
-        env = dict(os.environ, CGO_ENABLED="0", GOFLAGS="-buildvcs=false -mod=readonly")
-        cmd = ["nice", "-n", "10", "go", "build", "-trimpath", "-ldflags", "-s -w", "-o", str(tmp / "manager"),
-               "./cmd/manager"]
-        proc = subprocess.run(cmd, cwd=source, env=env, capture_output=True, text=True, check=False)
-        if proc.returncode:
-            raise ClusterError(f"build of KServe's manager failed: {' '.join(cmd)} (in {source})\n{proc.stderr[-4000:]}")
-        shutil.rmtree(dest, ignore_errors=True)
-        tmp.rename(dest)
-    return binary
+    if not (dest / "manager").exists():
+        go_build(module_dir(), {"manager": "./cmd/manager"}, dest)
+    return dest / "manager"
 
 
 def serving_crd_documents() -> list[str]:
