@@ -51,11 +51,15 @@ SEED_DIR = HACK / "seed"
 DEFAULT_DIR = Path(os.environ.get("KFOCP_CLUSTER_DIR", ROOT / ".cluster"))
 
 # The kube-controller-manager controllers the tests rely on: namespace deletion, garbage
-# collection (ownerReferences), service accounts and their tokens, quota usage, RBAC aggregation.
+# collection (ownerReferences), service accounts and their tokens, quota usage, RBAC aggregation,
+# and the protection of volumes and claims, which lifts the finalizer the API server's
+# StorageObjectInUseProtection admission puts on each one once no pod uses it (without it a
+# namespace with a PersistentVolumeClaim, such as Kubeflow's, is never deleted).
 CONTROLLERS = ",".join([
     "namespace-controller", "garbage-collector-controller", "serviceaccount-controller",
     "serviceaccount-token-controller", "resourcequota-controller", "root-ca-certificate-publisher-controller",
-    "clusterrole-aggregation-controller",
+    "clusterrole-aggregation-controller", "persistentvolumeclaim-protection-controller",
+    "persistentvolume-protection-controller",
 ])
 
 # With workloads on, the controllers that turn Deployments, StatefulSets, DaemonSets and Jobs into

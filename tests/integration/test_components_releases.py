@@ -117,10 +117,10 @@ def gateway_paths(kube, namespace):
 
 # make test installs the default release, into kubeflow and into another namespace; v1.10.2 and
 # v1.11.0 are installed with the defaults by the upgrade test (test_components_upgrade.py) there, and
-# judged here by make soak (KFOCP_RELEASE_CASES=all).
+# judged here, into both namespaces, by make soak (KFOCP_RELEASE_CASES=all).
 CASES = [("26.03", "kubeflow"), ("26.03", "ml")]
 if os.environ.get("KFOCP_RELEASE_CASES") == "all":
-    CASES = [("v1.10.2", "kubeflow"), ("v1.11.0", "kubeflow")] + CASES
+    CASES = [(release, namespace) for release in ("v1.10.2", "v1.11.0") for namespace in ("kubeflow", "ml")] + CASES
 
 
 @pytest.mark.parametrize("release, namespace", CASES)
@@ -181,3 +181,5 @@ def test_a_real_release_installs_and_its_uis_admit_the_gateway_kfocp_runs(playbo
     finally:
         cleanup = playbook("uninstall", {"kfocp_instance": instance})
         print(cleanup.stdout[-3000:])
+    # the uninstall leaves nothing: the release's namespace, its claims among its objects, is gone
+    assert cleanup.rc == 0, cleanup.stdout[-3000:]
