@@ -13,7 +13,6 @@ cert-manager and of the mesh, which OpenShift's operators provide, are installed
 release's own render. Each case on a control plane of its own: the tree makes
 cluster-wide objects with fixed names, and the cases install into the same namespace."""
 import gzip
-import os
 import tarfile
 
 import pytest
@@ -21,7 +20,7 @@ import yaml
 
 import envoy_rbac
 import judges
-from ansible_collections.kfocp.kubeflow.plugins.module_utils import authz, references
+from ansible_collections.kfocp.kubeflow.plugins.module_utils import authz, references, releases
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import mesh
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import Client
 from cluster import ClusterError, ControlPlane, build_istio_judge
@@ -115,12 +114,8 @@ def gateway_paths(kube, namespace):
     return out
 
 
-# make test installs the default release, into kubeflow and into another namespace; v1.10.2 and
-# v1.11.0 are installed with the defaults by the upgrade test (test_components_upgrade.py) there, and
-# judged here, into both namespaces, by make soak (KFOCP_RELEASE_CASES=all).
-CASES = [("26.03", "kubeflow"), ("26.03", "ml")]
-if os.environ.get("KFOCP_RELEASE_CASES") == "all":
-    CASES = [(release, namespace) for release in ("v1.10.2", "v1.11.0") for namespace in ("kubeflow", "ml")] + CASES
+# every supported release, with its defaults, into kubeflow and into another namespace
+CASES = [(release, namespace) for release in releases.SUPPORTED for namespace in ("kubeflow", "ml")]
 
 
 @pytest.mark.parametrize("release, namespace", CASES)
