@@ -165,8 +165,8 @@ def kourier_objects(kourier_yaml: str, ingress_namespace: str) -> list[dict]:
     <serving namespace>-ingress)."""
     out = []
     for obj in yaml.safe_load_all(kourier_yaml):
-        if obj and (obj["kind"], obj["metadata"]["name"]) in (("Deployment", "3scale-kourier-gateway"),
-                                                               ("Service", "kourier-internal")):
+        wanted = (("Deployment", "3scale-kourier-gateway"), ("Service", "kourier-internal"))
+        if obj and (obj["kind"], obj["metadata"]["name"]) in wanted:
             obj["metadata"]["namespace"] = ingress_namespace
             out.append(obj)
     return out

@@ -153,7 +153,7 @@ def test_netns_forwards_the_ports_it_is_given_and_nothing_else(tmp_path):
     the command's exit code comes back."""
     import socket
     import threading
-    servers = [socket.create_server(("127.0.0.1", 0)) for _ in range(2)]
+    servers = [socket.create_server(("127.0.0.1", 0)), socket.create_server(("127.0.0.1", 0))]
 
     def echo(server):
         while True:

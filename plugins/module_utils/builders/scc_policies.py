@@ -661,4 +661,3 @@ def _candidates(pods, version):
     if all(pod[1].get("hostUsers") is False for pod in pods):
         return found.order
     return tuple(name for name in found.order if found.sccs[name]["userNamespaceLevel"] != "RequirePodLevel")
-
