@@ -200,13 +200,6 @@ def go_install(package: str, version: str, dest: Path) -> Path:
     return dest / name
 
 
-def build_workloads() -> dict[str, Path]:
-    """Build or reuse what running workloads needs: kube-scheduler (from the same k8s.io/kubernetes
-    module as the API server) and kwok, which plays the kubelets of simulated nodes."""
-    built = build(workloads=True)
-    return dict((name, built[name]) for name in WORKLOADS)
-
-
 def build_cyclonus() -> Path:
     """Build or reuse cyclonus, which the tests ask whether NetworkPolicies admit given traffic
     (a judge: built by `build --judges`, not for the demo)."""
