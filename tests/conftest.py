@@ -61,20 +61,34 @@ def shared_plane(tmp_path_factory):
         plane.destroy()
 
 
+def _plane_of(module, tmp_path_factory, name):
+    """A control plane and a client of it, for `module`: it runs Pods when the module sets
+    WORKLOADS = True, with WORKERS (default 0) simulated worker nodes. Destroyed when the generator
+    closes."""
+    from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import Client
+    plane = ControlPlane(tmp_path_factory.mktemp(name)).up(workloads=getattr(module, "WORKLOADS", False))
+    try:
+        if getattr(module, "WORKERS", 0):
+            plane.add_workers(module.WORKERS)
+        yield plane, Client.from_params({"kubeconfig": str(plane.kubeconfig)})
+    finally:
+        plane.destroy()
+
+
 @pytest.fixture(scope="module")
 def own_plane(request, tmp_path_factory):
     """A control plane of the test module's own, for tests that run every role cluster-wide, make
     cluster-wide objects with fixed names, or compare the whole API before and after: on the shared
-    plane they would act on, and see, the other tests' objects. A module that sets WORKLOADS = True
-    gets one that runs Pods, with WORKERS (default 0) simulated worker nodes. Yields (plane, client)."""
-    from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import Client
-    plane = ControlPlane(tmp_path_factory.mktemp("own-plane")).up(workloads=getattr(request.module, "WORKLOADS", False))
-    try:
-        if getattr(request.module, "WORKERS", 0):
-            plane.add_workers(request.module.WORKERS)
-        yield plane, Client.from_params({"kubeconfig": str(plane.kubeconfig)})
-    finally:
-        plane.destroy()
+    plane they would act on, and see, the other tests' objects (_plane_of). Yields (plane, client)."""
+    yield from _plane_of(request.module, tmp_path_factory, "own-plane")
+
+
+@pytest.fixture
+def case_plane(request, tmp_path_factory):
+    """A control plane of one test's own (_plane_of), for cases that each install what makes
+    cluster-wide objects with fixed names; a module uses it by returning its parts from function
+    fixtures `control_plane` and `kube`. Yields (plane, client)."""
+    yield from _plane_of(request.module, tmp_path_factory, "case-plane")
 
 
 @pytest.fixture(scope="session")

@@ -22,8 +22,7 @@ import envoy_rbac
 import judges
 from ansible_collections.kfocp.kubeflow.plugins.module_utils import authz, references, releases
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import mesh
-from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import Client
-from cluster import ClusterError, ControlPlane, build_istio_judge
+from cluster import ClusterError, build_istio_judge
 from helpers import ROOT, wait_for
 
 UPSTREAM = ROOT.parent / "shared" / "upstream"
@@ -35,24 +34,15 @@ UI_PATHS = {"/", "/jupyter/", "/volumes/", "/tensorboards/", "/katib/", "/pipeli
 CRD = ("apiextensions.k8s.io/v1", "CustomResourceDefinition")
 
 
+# each case on a plane of its own (conftest's case_plane)
 @pytest.fixture
-def release_plane(tmp_path_factory):
-    """A control plane for one case, and a client of it."""
-    plane = ControlPlane(tmp_path_factory.mktemp("release-plane")).up()
-    try:
-        yield plane, Client.from_params({"kubeconfig": str(plane.kubeconfig)})
-    finally:
-        plane.destroy()
+def control_plane(case_plane):
+    return case_plane[0]
 
 
 @pytest.fixture
-def control_plane(release_plane):
-    return release_plane[0]
-
-
-@pytest.fixture
-def kube(release_plane):
-    return release_plane[1]
+def kube(case_plane):
+    return case_plane[1]
 
 
 def render(release):

@@ -39,8 +39,7 @@ import judges
 import standins
 from ansible_collections.kfocp.kubeflow.plugins.module_utils import authz
 from ansible_collections.kfocp.kubeflow.plugins.module_utils.builders import mesh
-from ansible_collections.kfocp.kubeflow.plugins.module_utils.client import Client
-from cluster import ClusterError, ControlPlane, build_istio_judge
+from cluster import ClusterError, build_istio_judge
 from helpers import ROOT, isolated_policies, mesh_vars, oauth_proxy_lets_in, play_kfam_add_contributor
 from test_components_releases import UI_PATHS, UPSTREAM, UPSTREAM_PRINCIPAL, install_prerequisite_crds, remote_bases
 from test_request_path import (CONTRIBUTOR, EXTERNAL_GATEWAY_POD, KFOCP_CONTRIBUTOR, OWNER, STRANGER, USERS_GROUP,
@@ -52,6 +51,7 @@ ROLES = str(ROOT / "tests" / "fixtures" / "playbooks" / "roles.yml")
 RELEASE = "26.03"
 # every mesh flavour kfocp supports; each case on a control plane of its own that runs pods
 FLAVOURS = ("ossm2", "ossm3", "external")
+WORKLOADS = True
 WORKERS = 1
 AUTHORIZE = "https://oauth-openshift.apps.example.com/oauth/authorize"
 
@@ -171,28 +171,17 @@ def web_app_review(kube, user, attributes, namespace):
     return bool(answer["status"].get("allowed")), answer["status"].get("reason", "")
 
 
+# each flavour's case on a plane of its own that runs pods (conftest's case_plane): the release
+# makes cluster-wide objects with fixed names, so the plane is destroyed with the case rather than
+# the release uninstalled
 @pytest.fixture
-def flavour_plane(tmp_path_factory):
-    """A control plane for one flavour's case that runs pods (workload controllers,
-    kube-scheduler, kwok on WORKERS simulated nodes): the release makes cluster-wide objects with
-    fixed names, so each case installs it on a plane of its own, destroyed with the case rather
-    than uninstalled."""
-    plane = ControlPlane(tmp_path_factory.mktemp("release-path-plane")).up(workloads=True)
-    try:
-        plane.add_workers(WORKERS)
-        yield plane, Client.from_params({"kubeconfig": str(plane.kubeconfig)})
-    finally:
-        plane.destroy()
+def control_plane(case_plane):
+    return case_plane[0]
 
 
 @pytest.fixture
-def control_plane(flavour_plane):
-    return flavour_plane[0]
-
-
-@pytest.fixture
-def kube(flavour_plane):
-    return flavour_plane[1]
+def kube(case_plane):
+    return case_plane[1]
 
 
 def release_mesh_vars(flavour, instance):
