@@ -583,18 +583,21 @@ def test_derive_scc_rejects_a_bad_range():
         m.derive_scc([deployment("a", sa="a")], uid_range={"start": 1, "size": "x"})
 
 
-def test_derive_scc_one_grant_per_account_admits_all_its_pods():
+def test_derive_scc_grants_per_account_admit_all_its_pods():
     objs = [deployment("a", sa="shared", ctx={"runAsUser": 1000}),
             deployment("b", sa="shared", hostNetwork=True), deployment("c", sa="other", ctx={"runAsUser": 1000})]
     grants = m.derive_scc(objs, uid_range=RANGE)
     # nonroot-v2, anyuid and hostmount-anyuid refuse b's host network, hostnetwork-v2 refuses a's UID:
-    # only privileged admits both
-    assert [(g["serviceaccount"], g["scc"]) for g in grants] == [("other", "nonroot-v2"), ("shared", "privileged")]
-    assert grants[1]["reason"].startswith("hostnetwork-v2 refuses: Deployment a:") and "Deployment b" not in grants[1]["reason"]
+    # of the single SCCs only privileged admits both, so each gets its own (admission admits a pod
+    # under any SCC its account may use)
+    assert [(g["serviceaccount"], g["scc"]) for g in grants] == [
+        ("other", "nonroot-v2"), ("shared", "nonroot-v2"), ("shared", "hostnetwork-v2")]
+    assert grants[1]["reason"].startswith("restricted-v2 refuses: Deployment a:") and "Deployment b" not in grants[1]["reason"]
+    assert grants[2]["reason"].startswith("hostmount-anyuid refuses: Deployment b:") and "Deployment a" not in grants[2]["reason"]
     bindings = m.scc_objects(grants)
-    assert [b["metadata"]["name"] for b in bindings] == ["kfocp-components-scc-nonroot-v2-other",
-                                                         "kfocp-components-scc-privileged-shared"]
-    assert bindings[1]["roleRef"]["name"] == "system:openshift:scc:privileged"
+    assert sorted(b["metadata"]["name"] for b in bindings) == ["kfocp-components-scc-hostnetwork-v2-shared",
+                                                               "kfocp-components-scc-nonroot-v2-other",
+                                                               "kfocp-components-scc-nonroot-v2-shared"]
     table = m.audit_table(grants)
     assert table[0].split() == ["SERVICE", "ACCOUNT", "NAMESPACE", "SCC", "FORCED", "BY", "REASON"]
     assert "spec.containers[0].securityContext.runAsUser" in table[1]
@@ -623,24 +626,30 @@ _CTX = st.fixed_dictionaries({}, optional={"runAsUser": st.sampled_from([0, 999,
 @given(st.lists(st.tuples(st.sampled_from(["a", "b", "c"]), _CTX, st.booleans(), st.sampled_from([None, 185])),
                 max_size=8))
 def test_derive_scc_property(pods):
-    """Each account's grant, with restricted-v2 (every authenticated user's), admits every pod of it
-    (admission admits a pod under any SCC the account may use that admits it), and no SCC before it
-    in the order does."""
+    """Each account's grants, with restricted-v2 (every authenticated user's), admit every pod of it
+    (admission admits a pod under any SCC the account may use that admits it), and no SCC before a
+    single grant in the order does. Several grants stand where only privileged admits all the pods
+    alone: none of them is privileged, and without any one of them a pod is refused."""
     objs = [deployment("w%d" % i, sa=sa, ctx=ctx, volumes=HOSTPATH if host else None,
                        pod_ctx={"fsGroup": fs} if fs else None) for i, (sa, ctx, host, fs) in enumerate(pods)]
     grants = m.derive_scc(objs, uid_range=RANGE)
-    by_sa = dict((g["serviceaccount"], g["scc"]) for g in grants)
-    assert len(by_sa) == len(grants)
+
+    def admitted(spec, usable):
+        return any(scc_policies.refusals(name, spec, RANGE) == [] for name in usable)
+
     for sa in set(p[0] for p in pods):
         specs = [m.pod_spec(o) for o in objs if m.pod_spec(o)["serviceAccountName"] == sa]
-        scc = by_sa.get(sa, "restricted-v2")
-
-        def admitted(spec, usable):
-            return any(scc_policies.refusals(name, spec, RANGE) == [] for name in usable)
-
-        assert all(admitted(spec, ("restricted-v2", scc)) for spec in specs)
-        for lower in scc_policies.ORDER[:scc_policies.ORDER.index(scc)]:
+        mine = [g["scc"] for g in grants if g["serviceaccount"] == sa] or ["restricted-v2"]
+        assert len(set(mine)) == len(mine)
+        assert all(admitted(spec, ["restricted-v2"] + mine) for spec in specs)
+        single = mine[0] if len(mine) == 1 else "privileged"
+        for lower in scc_policies.ORDER[:scc_policies.ORDER.index(single)]:
             assert not all(admitted(spec, ("restricted-v2", lower)) for spec in specs)
+        if len(mine) > 1:
+            assert "privileged" not in mine
+            for left_out in mine:
+                rest = ["restricted-v2"] + [scc for scc in mine if scc != left_out]
+                assert not all(admitted(spec, rest) for spec in specs), left_out
 
 
 # ---------------------------------------------------------------- the whole pipeline on the fixture tree

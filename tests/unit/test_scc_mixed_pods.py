@@ -9,7 +9,8 @@ under the first that its user or service account may use and that admits it
 (sccadmission/admission.go computeSecurityContext). So a pod is admitted when ANY SCC the account may
 use admits it: a grant must admit the pods that restricted-v2 (every authenticated user's) refuses,
 and need not admit those restricted-v2 admits. kfocp gives an account one grant: the first SCC, in
-the points order, with which (and restricted-v2) admission admits every pod of the account.
+the points order, with which (and restricted-v2) admission admits every pod of the account; where
+that is privileged and less privileged SCCs admit each pod, those SCCs (scc_policies.grants).
 Registered in docs/contracts.md."""
 from pathlib import Path
 
@@ -94,13 +95,39 @@ def test_the_reason_names_only_the_pods_the_grant_is_for(objs, granted):
     assert reason.startswith(before + " refuses: Deployment b:") and "Deployment a:" not in reason, reason
 
 
-def test_an_account_whose_pods_need_two_different_sccs_gets_the_one_that_admits_both():
-    """One grant per account: a pod that needs nonroot-v2 (a fixed UID with a seccomp profile, which
-    anyuid refuses) and one that needs anyuid (root): of the single SCCs, only privileged admits both.
-    Two grants, nonroot-v2 and anyuid, would admit each under its own; kfocp does not split a grant."""
+def test_an_account_whose_pods_need_two_different_sccs_gets_both_not_privileged():
+    """A pod that needs nonroot-v2 (a fixed UID with a seccomp profile, which anyuid refuses) and one
+    that needs anyuid (root): of the single SCCs only privileged admits both, but admission admits
+    each pod under any SCC the account may use, so the two grants admit each under its own."""
     objs = [workload("a", "s", pod_ctx=dict(SECCOMP, runAsUser=1000)), workload("b", "s", pod_ctx={"runAsUser": 0})]
-    assert [g["scc"] for g in manifests.derive_scc(objs, RANGE)] == ["privileged"]
-    assert [chosen(o, ("restricted-v2", "privileged")) for o in objs] == ["privileged", "privileged"]
+    grants = manifests.derive_scc(objs, RANGE)
+    assert [(g["serviceaccount"], g["scc"]) for g in grants] == [("s", "nonroot-v2"), ("s", "anyuid")]
+    assert grants[0]["reason"].startswith("restricted-v2 refuses: Deployment a:"), grants[0]["reason"]
+    assert grants[1]["reason"].startswith("nonroot-v2 refuses: Deployment b:"), grants[1]["reason"]
+    assert [chosen(o, ("restricted-v2", "nonroot-v2", "anyuid")) for o in objs] == ["nonroot-v2", "anyuid"]
+    # no single SCC less than privileged admits both, and neither grant alone does
     for less in scc_policies.ORDER[:scc_policies.ORDER.index("privileged")]:
         assert any(chosen(o, ("restricted-v2", less)) is None for o in objs), less
-    assert [chosen(o, ("restricted-v2", "nonroot-v2", "anyuid")) for o in objs] == ["nonroot-v2", "anyuid"]
+    # the RoleBindings: one per grant
+    names = [b["metadata"]["name"] for b in manifests.scc_objects(grants)]
+    assert len(set(names)) == 2, names
+
+
+def test_a_grant_another_grant_makes_needless_is_dropped():
+    """A third pod that needs hostmount-anyuid (root and a host path): hostmount-anyuid admits the
+    root pod too, so anyuid is not granted beside it."""
+    objs = [workload("a", "s", pod_ctx=dict(SECCOMP, runAsUser=1000)), workload("b", "s", pod_ctx={"runAsUser": 0}),
+            workload("c", "s", pod_ctx={"runAsUser": 0}, volumes=[{"name": "h", "hostPath": {"path": "/x"}}])]
+    grants = manifests.derive_scc(objs, RANGE)
+    assert [g["scc"] for g in grants] == ["nonroot-v2", "hostmount-anyuid"]
+    # what forced it is c's host path: anyuid, before it, admits b
+    assert grants[1]["reason"].startswith("anyuid refuses: Deployment c:") and "Deployment b" not in grants[1]["reason"]
+    usable = ("restricted-v2", "nonroot-v2", "hostmount-anyuid")
+    assert [chosen(o, usable) for o in objs] == ["nonroot-v2", "hostmount-anyuid", "hostmount-anyuid"]
+
+
+def test_a_pod_only_privileged_admits_gets_the_account_privileged_alone():
+    objs = [workload("a", "s", pod_ctx=dict(SECCOMP, runAsUser=1000)),
+            workload("b", "s", ctx={"privileged": True})]
+    assert [g["scc"] for g in manifests.derive_scc(objs, RANGE)] == ["privileged"]
+    assert [chosen(o, ("restricted-v2", "privileged")) for o in objs] == ["privileged", "privileged"]

@@ -908,7 +908,8 @@ def derive_scc(objs, uid_range=None, openshift=None, selinux_level=None):
     (scc_policies: restricted-v2, nonroot-v2, anyuid, hostmount-anyuid, hostnetwork-v2,
     privileged, least privileged first, in SCC admission's own order); an account gets the first SCC
     that, with the SCCs every authenticated user may use, admits all its pods (admission admits a pod
-    under any SCC the account may use that admits it).
+    under any SCC the account may use that admits it); where that is privileged and less privileged
+    SCCs admit each pod, those instead, one grant each (scc_policies.grants).
     `openshift` is the cluster's OpenShift minor (kfocp_openshift): its own default SCCs
     (scc_policies.model: hostmount-anyuid-v2 from 4.17; restricted-v3, nested-container and image
     volumes from 4.20); None, those every supported version ships.
@@ -940,20 +941,21 @@ def derive_scc(objs, uid_range=None, openshift=None, selinux_level=None):
     grants, model = [], scc_policies.model(openshift or None)
     for (namespace, account), specs in sorted(pods.items()):
         try:
-            scc, refused, before = scc_policies.choose(specs, uid_range or None, version=openshift or None,
-                                                       selinux_level=selinux_level or None)
+            chosen = scc_policies.grants(specs, uid_range or None, version=openshift or None,
+                                         selinux_level=selinux_level or None)
         except ValueError as error:
             raise DefinitionError("service account %s/%s: %s" % (namespace, account, error))
-        if scc in model.defaults:
-            continue
-        reasons = []
-        for label, field, why in refused:
-            text = "%s: %s %s" % (label, field, why)
-            if text not in reasons:
-                reasons.append(text)
-        pinned = refused[0][1].endswith("[%s]" % scc_policies.REQUIRED_SCC_ANNOTATION)
-        grants.append({"namespace": namespace, "serviceaccount": account, "scc": scc, "field": refused[0][1],
-                       "reason": reasons[0] if pinned else "%s refuses: %s" % (before, "; ".join(reasons))})
+        for scc, refused, before in chosen:
+            if scc in model.defaults:
+                continue
+            reasons = []
+            for label, field, why in refused:
+                text = "%s: %s %s" % (label, field, why)
+                if text not in reasons:
+                    reasons.append(text)
+            pinned = refused[0][1].endswith("[%s]" % scc_policies.REQUIRED_SCC_ANNOTATION)
+            grants.append({"namespace": namespace, "serviceaccount": account, "scc": scc, "field": refused[0][1],
+                           "reason": reasons[0] if pinned else "%s refuses: %s" % (before, "; ".join(reasons))})
     return grants
 
 

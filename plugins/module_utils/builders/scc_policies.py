@@ -647,6 +647,35 @@ def choose(pods, uid_range=None, group_range=None, version=None, selinux_level=N
     return order[-1], previous, tried
 
 
+def grants(pods, uid_range=None, group_range=None, version=None, selinux_level=None):
+    """The grants the account of `pods` needs, as choose() gives each: [(scc, refusals, predecessor)].
+
+    One grant, choose()'s, except where that is `privileged` (which admits any pod) while less
+    privileged SCCs admit each pod that needs a grant. Admission admits a pod under any SCC the
+    account may use that admits it (sccadmission/admission.go computeSecurityContext), so those
+    SCCs together admit every pod: each pod's least SCC, keeping only the SCCs whose pods no other
+    kept one admits (most privileged dropped first). A pod that needs nonroot-v2 (a fixed UID with a
+    seccomp profile, which anyuid refuses) beside one that needs anyuid (root) gets the two."""
+    first = choose(pods, uid_range, group_range, version, selinux_level)
+    if first[0] != "privileged" or first[2] is None:
+        return [first]
+    namespace = (uid_range, group_range, selinux_level)
+    needy = needing_a_grant(pods, uid_range, group_range, version, selinux_level)
+    order = model(version).order
+    least = [choose([pod], uid_range, group_range, version, selinux_level)[0] for pod in needy]
+    if "privileged" in least:
+        return [first]
+    kept = sorted(set(least), key=order.index)
+    for name in reversed(kept[:]):
+        others = [other for other in kept if other != name]
+        if all(any(not _refused(other, [pod], namespace, version) for other in others) for pod in needy):
+            kept = others
+    mine = dict((name, []) for name in kept)
+    for pod, name in zip(needy, least):
+        mine[name if name in kept else next(k for k in kept if not _refused(k, [pod], namespace, version))].append(pod)
+    return [choose(mine[name], uid_range, group_range, version, selinux_level) for name in kept]
+
+
 def needing_a_grant(pods, uid_range=None, group_range=None, version=None, selinux_level=None):
     """The pods (as least_privileged() takes them) that no SCC every authenticated user may use
     admits: those a grant must admit."""
