@@ -98,7 +98,8 @@ build-kserve:
 	$(BIN)/python hack/kserve.py build
 	$(BIN)/python hack/knative_serving.py build
 build-upstream-modules:
-	cd tests/upstream && go mod download $$(awk '/^\t[a-z]/ {print $$1 "@" $$2}' go.mod)
+	for dir in tests/upstream tests/upstream/kube130; do \
+		(cd $$dir && go mod download $$(awk '/^\t[a-z]/ {print $$1 "@" $$2}' go.mod)) || exit 1; done
 build-redis:
 	@command -v redis-server >/dev/null || (apt-get update -qq && apt-get install -y -qq redis-server >/dev/null) \
 		|| { echo "Argo CD's tests need Redis: install Debian's redis-server"; exit 1; }
