@@ -77,7 +77,7 @@ BUILD_JOBS ?= 3
 BUILDERS := build-cluster build-istio build-argocd build-operator build-gpu-operator build-cert-manager \
 	build-knative-operator build-kserve build-upstream-modules build-redis
 .PHONY: $(BUILDERS)
-build: venv
+build: venv-runtime
 	@$(MAKE) --no-print-directory -j $(BUILD_JOBS) $(BUILDERS)
 
 build-cluster:
@@ -124,15 +124,19 @@ down:
 demo: up
 	cd hack && KFOCP_NETNS=$(NETNS) ../$(BIN)/python demo.py
 
-test: venv build istioctl operator-stack lint sanity
-	$(OFFLINE) $(BIN)/python -m pytest -p no:cacheprovider --timeout=1800 -n $(TEST_WORKERS) --dist loadfile --durations=25 \
+# The test tools' venv and the second stack's install beside the builds (pip waits on the registry
+# while the builds keep the cores busy), then lint and sanity side by side (each mostly on one core).
+test: venv-runtime
+	@$(MAKE) --no-print-directory -j $(BUILD_JOBS) -Otarget venv $(OPERATOR_VENV)/.installed $(BUILDERS)
+	@$(MAKE) --no-print-directory -j 2 -Otarget lint sanity
+	$(OFFLINE) $(BIN)/python -m pytest -p no:cacheprovider --timeout=1800 -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=25 \
 		tests/unit tests/integration tests/reliability $(PYTEST_ARGS)
 	$(MAKE) --no-print-directory test-operator-stack
 
 # The tests of the second stack alone (make test runs them after the others).
 test-operator-stack: operator-stack build
 	$(OFFLINE) $(OPERATOR_VENV)/bin/python -m pytest -p no:cacheprovider --timeout=900 -n $(TEST_WORKERS) --dist loadfile \
-		--durations=10 $(OPERATOR_STACK_TESTS) $(PYTEST_ARGS)
+		--no-loadscope-reorder --durations=10 $(OPERATOR_STACK_TESTS) $(PYTEST_ARGS)
 
 unit: venv
 	$(OFFLINE) $(BIN)/python -m pytest -q tests/unit $(PYTEST_ARGS)

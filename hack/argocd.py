@@ -28,6 +28,7 @@ import argparse
 import contextlib
 import fcntl
 import functools
+import hashlib
 import json
 import os
 import re
@@ -59,8 +60,9 @@ GO_TOOLCHAIN = "go1.27.3"
 _STAMP = "github.com/argoproj/argo-cd/v3/common"
 LDFLAGS = (f"-s -w -X {_STAMP}.version={VERSION.lstrip('v')} -X {_STAMP}.gitTag={VERSION} "
            f"-X {_STAMP}.gitTreeState=clean -X {_STAMP}.buildDate=1970-01-01T00:00:00Z")
-# cmd/main.go:42 picks the component from the name it runs under (the image links them all to argocd).
-LINKS = ("argocd", "argocd-repo-server", "argocd-application-controller", "argocd-applicationset-controller",
+# cmd/main.go:42 picks the component from the name it runs under (the image links them all to argocd);
+# hack/argocd/main.go, the main kfocp builds, picks these the same way.
+LINKS = ("argocd-repo-server", "argocd-application-controller", "argocd-applicationset-controller",
          "argocd-git-ask-pass")
 # The image puts these on PATH (Dockerfile, COPY hack/gpg-wrapper.sh hack/git-verify-wrapper.sh).
 # The repo server runs git-verify-wrapper.sh for every manifest generation
@@ -137,9 +139,13 @@ def module_dir() -> Path:
     return Path(json.loads(_go(["mod", "download", "-json", f"{MODULE}@{VERSION}"], cwd))["Dir"])
 
 
+MAIN = Path(__file__).resolve().parent / "argocd" / "main.go"
+
+
 def binary_path() -> Path:
-    """Where build() puts the binary: the kfocp cache, by version."""
-    return cache_root() / f"argocd-{VERSION}"
+    """Where build() puts the binary: the kfocp cache, by version and the digest of its main."""
+    digest = hashlib.sha256(MAIN.read_bytes()).hexdigest()[:12]
+    return cache_root() / f"argocd-{VERSION}-{digest}"
 
 
 @contextlib.contextmanager
@@ -154,7 +160,8 @@ def _lock(path: Path):
 
 
 def build() -> Path:
-    """The argocd binary (all components in one), built from its Go module when not cached.
+    """The argocd binary, built when not cached: hack/argocd/main.go (the components the tests
+    run, in one binary) in a small module that requires argo-cd.
 
     argo-cd's replace directives (k8s.io/* pinned to its versions) do not apply to a module that
     requires it, so a small module requires argo-cd and copies them; its last one
@@ -175,13 +182,12 @@ def build() -> Path:
         work.mkdir(parents=True)
         (work / "go.mod").write_text(f"module kfocpargocd\n\ngo 1.27\n\nrequire {MODULE} {VERSION}\n\n"
                                      f"{match.group(0)}\n", encoding="utf-8")
-        (work / "tools.go").write_text(f'//go:build tools\n\npackage kfocpargocd\n\nimport _ "{MODULE}/cmd"\n',
-                                       encoding="utf-8")
+        shutil.copyfile(MAIN, work / "main.go")
         print(f"building argocd {VERSION} from its Go module (GOTOOLCHAIN={GO_TOOLCHAIN}; long the first time)",
               file=sys.stderr, flush=True)
         _go(["mod", "tidy"], work)
         tmp = dest.with_name(dest.name + ".tmp")
-        _go(["build", "-trimpath", "-ldflags", LDFLAGS, "-o", str(tmp), f"{MODULE}/cmd"], work, CGO_ENABLED="0")
+        _go(["build", "-trimpath", "-ldflags", LDFLAGS, "-o", str(tmp), "."], work, CGO_ENABLED="0")
         tmp.rename(dest)
     return dest
 
