@@ -82,7 +82,7 @@ def build(venv, python):
         shutil.rmtree(venv)
     subprocess.run([python, "-m", "venv", str(venv)], check=True)
     pip = [str(venv / "bin" / "python"), "-m", "pip", "-q", "--disable-pip-version-check"]
-    subprocess.run(pip + ["install", "-r", str(REQUIREMENTS)], check=True)
+    subprocess.run(pip + ["install", "--no-compile", "-r", str(REQUIREMENTS)], check=True)
     site_packages = subprocess.run([str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                                    capture_output=True, text=True, check=True).stdout.strip()
     with tempfile.TemporaryDirectory() as tmp:
