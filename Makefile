@@ -132,7 +132,7 @@ demo: up
 # The test tools' venv and the second stack's install beside the builds (pip waits on the registry
 # while the builds keep the cores busy), then lint and sanity side by side (each mostly on one core).
 test: venv-runtime
-	@$(MAKE) --no-print-directory -j $(BUILD_JOBS) -Otarget venv $(OPERATOR_VENV)/.installed $(BUILDERS)
+	@$(MAKE) --no-print-directory -j $(BUILD_JOBS) -Otarget venv operator-stack $(BUILDERS)
 	@$(MAKE) --no-print-directory -j 2 -Otarget lint sanity
 	$(OFFLINE) $(BIN)/python -m pytest -p no:cacheprovider --timeout=1800 -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=25 \
 		tests/unit tests/integration tests/reliability $(PYTEST_ARGS)

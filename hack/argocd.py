@@ -28,7 +28,6 @@ import argparse
 import contextlib
 import fcntl
 import functools
-import hashlib
 import json
 import os
 import re
@@ -48,7 +47,7 @@ from typing import NamedTuple
 
 import yaml
 
-from cluster import ClusterError, ControlPlane, cache_root, free_port
+from cluster import ClusterError, ControlPlane, _digest, cache_root, free_port
 
 MODULE = "github.com/argoproj/argo-cd/v3"
 VERSION = "v3.6.1"
@@ -144,8 +143,7 @@ MAIN = Path(__file__).resolve().parent / "argocd" / "main.go"
 
 def binary_path() -> Path:
     """Where build() puts the binary: the kfocp cache, by version and the digest of its main."""
-    digest = hashlib.sha256(MAIN.read_bytes()).hexdigest()[:12]
-    return cache_root() / f"argocd-{VERSION}-{digest}"
+    return cache_root() / f"argocd-{VERSION}-{_digest(MAIN.read_text(encoding='utf-8'))}"
 
 
 @contextlib.contextmanager

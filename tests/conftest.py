@@ -26,8 +26,8 @@ from egress_guard import DialRecorder, EgressGuard  # noqa: E402
 
 # The test files that take longest (each over a minute on one of make test's workers, 2 cores), longest
 # first. make test runs a file on one worker (--dist loadfile) in the order collected (with
-# --no-loadscope-reorder); these go first, then the other files with a control plane, then the
-# unit tests, which are many and short and keep both workers busy to the end.
+# --no-loadscope-reorder); these go first, then the other integration and reliability files, then
+# the unit tests, which are many and short and keep every worker busy to the end.
 SLOWEST_FIRST = ("test_components_releases.py", "test_request_path_release.py", "test_molecule.py",
                  "test_bad_input.py", "test_ansible_operator.py", "test_data_lake.py", "test_bench.py",
                  "test_components_upgrade.py", "test_fleet.py", "test_knative_operator_judge.py",
@@ -38,7 +38,7 @@ SLOWEST_FIRST = ("test_components_releases.py", "test_request_path_release.py", 
 def pytest_collection_modifyitems(items):
     """The slowest files first, the unit tests last (SLOWEST_FIRST)."""
     def rank(item):
-        path = Path(str(item.fspath))
+        path = item.path
         if path.name in SLOWEST_FIRST:
             return SLOWEST_FIRST.index(path.name)
         return len(SLOWEST_FIRST) + (path.parent.name == "unit")
