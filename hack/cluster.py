@@ -166,10 +166,16 @@ def go_build(module_dir: Path, packages: dict[str, str], dest: Path, ldflags: st
     return dest
 
 
-# Tools installed with `go install module/cmd@version` (their go.mod has no replace directive).
-KWOK = ("sigs.k8s.io/kwok/cmd/kwok", "v0.8.0")
+# Tools built from a module of kfocp's whose go.mod names the tool (a `tool` line) at its version,
+# with the modules it shares with hack/kube (the Kubernetes client libraries among them) at
+# hack/kube's versions: the Go build cache then compiles those libraries once for both.
+# kwok plays the kubelets of the workload nodes.
+KWOK_MODULE = HACK / "kwok"
+KWOK = ("sigs.k8s.io/kwok/cmd/kwok", module_version(KWOK_MODULE / "go.mod", "sigs.k8s.io/kwok"))
 # cyclonus evaluates NetworkPolicies for given pods and traffic (the request path tests use it).
-CYCLONUS = ("github.com/mattfenwick/cyclonus/cmd/cyclonus", "v0.5.6")
+CYCLONUS_MODULE = HACK / "cyclonus"
+CYCLONUS = ("github.com/mattfenwick/cyclonus/cmd/cyclonus",
+            module_version(CYCLONUS_MODULE / "go.mod", "github.com/mattfenwick/cyclonus"))
 # istioctl's analyzers check the mesh wiring the roles write (istio.io/istio publishes no module
 # tags, so the proxy serves it by pseudo-version, the one hack/istio/go.mod pins for the istio-authz
 # judge too). A large build: minutes of CPU, cached.
@@ -203,7 +209,14 @@ def go_install(package: str, version: str, dest: Path) -> Path:
 def build_cyclonus() -> Path:
     """Build or reuse cyclonus, which the tests ask whether NetworkPolicies admit given traffic
     (a judge: built by `build --judges`, not for the demo)."""
-    return go_install(CYCLONUS[0], CYCLONUS[1], cache_root() / f"cyclonus-{CYCLONUS[1]}")
+    return _build_tool(CYCLONUS_MODULE, CYCLONUS[0], "cyclonus")
+
+
+def _build_tool(module_dir: Path, package: str, name: str) -> Path:
+    """Build or reuse the tool `package` of the module in `module_dir` (cached by the digest of its
+    go.mod and go.sum)."""
+    digest = _digest("".join((module_dir / f).read_text() for f in ("go.mod", "go.sum")))
+    return go_build(module_dir, {name: package}, cache_root() / f"{name}-{digest}") / name
 
 
 def build_istioctl() -> Path:
@@ -324,7 +337,7 @@ def build(workloads: bool = False) -> dict[str, Path]:
         kube = pool.submit(go_build, HACK / "kube", dict((name, "k8s.io/kubernetes/cmd/" + name) for name in KUBE),
                            cache_root() / f"kube-{kv}", _ldflags(kv))
         etcd = pool.submit(go_build, HACK / "etcd", {"etcd": "."}, cache_root() / f"etcd-{ev}")
-        kwok = pool.submit(go_install, KWOK[0], KWOK[1], cache_root() / f"kwok-{KWOK[1]}") if workloads else None
+        kwok = pool.submit(_build_tool, KWOK_MODULE, KWOK[0], "kwok") if workloads else None
         built = dict((name, kube.result() / name) for name in KUBE)
         built["etcd"] = etcd.result() / "etcd"
         if kwok:

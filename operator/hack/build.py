@@ -40,8 +40,9 @@ def ansible_operator() -> Path:
 
 
 def validate_bundle() -> Path:
-    """The path of the bundle validator, built on first use (again when its source changes)."""
-    source = hashlib.sha256((HERE / "validate-bundle" / "main.go").read_bytes()).hexdigest()[:12]
+    """The path of the bundle validator, built on first use (again when its source or go.mod changes)."""
+    source = hashlib.sha256(b"".join((HERE / "validate-bundle" / name).read_bytes()
+                                     for name in ("main.go", "go.mod", "go.sum"))).hexdigest()[:12]
     dest = go_build(HERE / "validate-bundle", {"validate-bundle": "."},
                     cache_root() / f"validate-bundle-{api_version()}-{source}")
     return dest / "validate-bundle"
