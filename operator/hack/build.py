@@ -8,14 +8,13 @@ Each has its own go.mod beside this file. The binaries are cached by version und
 """
 from __future__ import annotations
 
-import hashlib
 import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1] / "hack"))
 
-from cluster import ClusterError, cache_root, go_build, module_version  # noqa: E402
+from cluster import ClusterError, _digest, cache_root, go_build, module_version  # noqa: E402
 
 ANSIBLE_OPERATOR_MODULE = "github.com/operator-framework/ansible-operator-plugins"
 API_MODULE = "github.com/operator-framework/api"
@@ -41,8 +40,7 @@ def ansible_operator() -> Path:
 
 def validate_bundle() -> Path:
     """The path of the bundle validator, built on first use (again when its source or go.mod changes)."""
-    source = hashlib.sha256(b"".join((HERE / "validate-bundle" / name).read_bytes()
-                                     for name in ("main.go", "go.mod", "go.sum"))).hexdigest()[:12]
+    source = _digest("".join((HERE / "validate-bundle" / name).read_text() for name in ("main.go", "go.mod", "go.sum")))
     dest = go_build(HERE / "validate-bundle", {"validate-bundle": "."},
                     cache_root() / f"validate-bundle-{api_version()}-{source}")
     return dest / "validate-bundle"
